@@ -1,0 +1,394 @@
+"""The remoting frame and its two header encodings (reference §1.1–§1.4).
+
+A frame on the wire is ``[int32 length][int8 serialize type][int24 header length]
+[header][body]`` where ``length`` counts everything after itself. The header is
+either fastjson JSON (serialize type 0) or the binary "ROCKETMQ" layout (type 1).
+
+The construct declarations (:data:`FRAME`, :data:`BINARY_HEADER`) are the
+specification; :func:`encode_frame` / :func:`decode_frame` are the fast paths used
+on the wire, and the test-suite proves the two agree byte for byte.
+"""
+
+import struct
+
+import construct as cs
+import orjson
+
+from rmqproto.codec import fastjson
+from rmqproto.codec.construct_util import parse_or_raise
+from rmqproto.errors import (
+    BadHeaderLengthError,
+    CodecError,
+    FrameTooLargeError,
+    MalformedHeaderError,
+    TruncatedError,
+)
+
+__all__ = [
+    "FRAME", "BINARY_HEADER", "MAX_FRAME_LENGTH", "SERIALIZE_JSON", "SERIALIZE_ROCKETMQ",
+    "FLAG_RESPONSE", "FLAG_ONEWAY", "LANGUAGE_CODES", "RemotingCommand",
+    "encode_frame", "decode_frame", "FrameDecoder",
+]
+
+SERIALIZE_JSON = 0
+SERIALIZE_ROCKETMQ = 1
+_SERIALIZE_NAMES = {SERIALIZE_JSON: "JSON", SERIALIZE_ROCKETMQ: "ROCKETMQ"}
+
+FLAG_RESPONSE = 1
+FLAG_ONEWAY = 2
+
+#: Netty's limit: 4 + length may not exceed this (``com.rocketmq.remoting.frameMaxLength``).
+MAX_FRAME_LENGTH = 16 * 1024 * 1024
+
+#: ``LanguageCode`` names and their one-byte codes (reference §1.5).
+LANGUAGE_CODES = {
+    "JAVA": 0, "CPP": 1, "DOTNET": 2, "PYTHON": 3, "DELPHI": 4, "ERLANG": 5, "RUBY": 6,
+    "OTHER": 7, "HTTP": 8, "GO": 9, "PHP": 10, "OMS": 11, "RUST": 12, "NODE_JS": 13,
+}
+_LANGUAGE_NAMES = {code: name for name, code in LANGUAGE_CODES.items()}
+
+# ---------------------------------------------------------------- declarations
+
+#: A whole frame, length prefix included (reference §1.1).
+FRAME = cs.Struct(
+    "length" / cs.Int32sb,
+    "serialize_type" / cs.Int8ub,
+    "header_length" / cs.Int24ub,
+    cs.Check(cs.this.length >= 4),
+    cs.Check(cs.this.header_length <= cs.this.length - 4),
+    "header" / cs.Bytes(cs.this.header_length),
+    "body" / cs.Bytes(cs.this.length - 4 - cs.this.header_length),
+)
+
+_EXT_ENTRY = cs.Struct(
+    "key" / cs.PascalString(cs.Int16ub, "utf8"),
+    "value" / cs.PascalString(cs.Int32ub, "utf8"),
+)
+
+#: The binary "ROCKETMQ" header (reference §1.4).
+BINARY_HEADER = cs.Struct(
+    "code" / cs.Int16sb,
+    "language" / cs.Int8ub,
+    "version" / cs.Int16sb,
+    "opaque" / cs.Int32sb,
+    "flag" / cs.Int32sb,
+    "remark" / cs.PascalString(cs.Int32ub, "utf8"),
+    "ext_fields" / cs.Prefixed(cs.Int32ub, cs.GreedyRange(_EXT_ENTRY)),
+    cs.Terminated,
+)
+
+
+class RemotingCommand:
+    """One request or response of the remoting protocol (reference §1.2).
+
+    ``ext_fields`` maps strings to strings (``None`` when absent); ``language`` is the
+    ``LanguageCode`` name; ``serialize_type`` is 0 (JSON) or 1 (ROCKETMQ).
+    """
+
+    __slots__ = ("code", "language", "version", "opaque", "flag", "remark",
+                 "ext_fields", "serialize_type", "body")
+
+    def __init__(self, code, opaque=0, flag=0, ext_fields=None, body=b"", remark=None,
+                 language="JAVA", version=0, serialize_type=SERIALIZE_JSON):
+        self.code = code
+        self.opaque = opaque
+        self.flag = flag
+        self.ext_fields = ext_fields
+        self.body = body
+        self.remark = remark
+        self.language = language
+        self.version = version
+        self.serialize_type = serialize_type
+
+    @property
+    def is_response(self):
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self):
+        return bool(self.flag & FLAG_ONEWAY)
+
+    def response(self, code, remark=None, ext_fields=None, body=b"", version=0):
+        """A response to this request: same opaque and serialize type, response flag set.
+
+        Like Java's ``createResponseCommand`` it says ``JAVA`` and carries the
+        responder's ``version``.
+        """
+        return RemotingCommand(code, opaque=self.opaque, flag=FLAG_RESPONSE,
+                               ext_fields=ext_fields, body=body, remark=remark,
+                               version=version, serialize_type=self.serialize_type)
+
+    def _key(self):
+        return (self.code, self.language, self.version, self.opaque, self.flag, self.remark,
+                self.ext_fields or None, self.serialize_type, bytes(self.body))
+
+    def __eq__(self, other):
+        return isinstance(other, RemotingCommand) and self._key() == other._key()
+
+    def __repr__(self):
+        return ("RemotingCommand(code=%r, opaque=%r, flag=%r, ext_fields=%r, remark=%r, "
+                "language=%r, version=%r, serialize_type=%r, body=<%d bytes>)" % (
+                    self.code, self.opaque, self.flag, self.ext_fields, self.remark,
+                    self.language, self.version, self.serialize_type, len(self.body)))
+
+
+# ---------------------------------------------------------------- JSON header
+
+def encode_json_header(cmd):
+    """The JSON header fastjson writes for ``cmd`` (bean fields alphabetical, nulls omitted)."""
+    ext = cmd.ext_fields
+    parts = ['{"code":', str(cmd.code)]
+    if ext is not None:
+        parts.append(',"extFields":')
+        parts.append(_json_map(ext))
+    parts += [',"flag":', str(cmd.flag), ',"language":"', cmd.language, '","opaque":',
+              str(cmd.opaque)]
+    if cmd.remark is not None:
+        parts.append(',"remark":')
+        parts.append(fastjson._quote(cmd.remark, False))
+    parts += [',"serializeTypeCurrentRPC":"', _SERIALIZE_NAMES[cmd.serialize_type],
+              '","version":', str(cmd.version), "}"]
+    return "".join(parts).encode("utf-8")
+
+
+def _json_map(ext):
+    quote = fastjson._quote
+    return "{" + ",".join(
+        quote(k, False) + ":" + quote(v, False) for k, v in ext.items() if v is not None) + "}"
+
+
+def _as_int(value, name):
+    if type(value) is not int:
+        raise MalformedHeaderError("header field %s must be an integer, got %r" % (name, value))
+    return value
+
+
+def decode_json_header(data, serialize_type=SERIALIZE_JSON):
+    """Parse a JSON header into a body-less :class:`RemotingCommand`."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedHeaderError("invalid JSON header: %s" % (exc,)) from None
+    if not isinstance(obj, dict):
+        raise MalformedHeaderError("JSON header is not an object")
+    ext = obj.get("extFields")
+    if ext is not None:
+        if not isinstance(ext, dict):
+            raise MalformedHeaderError("extFields is not an object")
+        for key, value in ext.items():
+            if not isinstance(value, str):
+                if value is None or isinstance(value, (dict, list)):
+                    raise MalformedHeaderError("extFields value of %r is not a string" % key)
+                ext[key] = orjson.dumps(value).decode()
+    remark = obj.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        raise MalformedHeaderError("remark is not a string")
+    language = obj.get("language", "JAVA")
+    if language not in LANGUAGE_CODES:
+        raise MalformedHeaderError("unknown language %r" % (language,))
+    return RemotingCommand(
+        _as_int(obj.get("code", 0), "code"), opaque=_as_int(obj.get("opaque", 0), "opaque"),
+        flag=_as_int(obj.get("flag", 0), "flag"), ext_fields=ext, remark=remark,
+        language=language, version=_as_int(obj.get("version", 0), "version"),
+        serialize_type=serialize_type)
+
+
+# ---------------------------------------------------------------- binary header
+
+_BIN_FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag
+_I32 = struct.Struct(">i")
+_U16 = struct.Struct(">H")
+
+
+def _s16(value):
+    """Java's ``(short)`` cast, used for code and version in the binary header."""
+    value &= 0xFFFF
+    return value - 0x10000 if value & 0x8000 else value
+
+
+def encode_binary_header(cmd):
+    """The "ROCKETMQ" binary header for ``cmd`` (reference §1.4)."""
+    try:
+        language = LANGUAGE_CODES[cmd.language]
+    except KeyError:
+        raise CodecError("unknown language %r" % (cmd.language,)) from None
+    remark = cmd.remark.encode("utf-8") if cmd.remark else b""
+    ext = bytearray()
+    if cmd.ext_fields:
+        for key, value in cmd.ext_fields.items():
+            if key is None or value is None:
+                continue
+            kb = key.encode("utf-8")
+            vb = value.encode("utf-8")
+            ext += _U16.pack(len(kb)) + kb + _I32.pack(len(vb)) + vb
+    return b"".join((
+        _BIN_FIXED.pack(_s16(cmd.code), language, _s16(cmd.version), cmd.opaque, cmd.flag),
+        _I32.pack(len(remark)), remark, _I32.pack(len(ext)), bytes(ext)))
+
+
+def decode_binary_header(data):
+    """Parse a "ROCKETMQ" binary header into a body-less :class:`RemotingCommand`."""
+    data = bytes(data)
+    end = len(data)
+    if end < 17:
+        raise MalformedHeaderError("binary header shorter than 17 bytes")
+    code, language, version, opaque, flag = _BIN_FIXED.unpack_from(data, 0)
+    try:
+        name = _LANGUAGE_NAMES[language]
+    except KeyError:
+        raise MalformedHeaderError("unknown language code %d" % language) from None
+    pos = 13
+    (remark_len,) = _I32.unpack_from(data, pos)
+    pos += 4
+    if remark_len < 0 or pos + remark_len + 4 > end:
+        raise MalformedHeaderError("bad remark length %d" % remark_len)
+    remark = _utf8(data[pos:pos + remark_len]) if remark_len else None
+    pos += remark_len
+    (ext_len,) = _I32.unpack_from(data, pos)
+    pos += 4
+    if ext_len < 0 or pos + ext_len != end:
+        raise MalformedHeaderError("bad ext fields length %d" % ext_len)
+    ext = {} if ext_len else None
+    while pos < end:
+        if pos + 2 > end:
+            raise MalformedHeaderError("truncated ext field key length")
+        (klen,) = _U16.unpack_from(data, pos)
+        pos += 2
+        if pos + klen + 4 > end:
+            raise MalformedHeaderError("truncated ext field key")
+        key = _utf8(data[pos:pos + klen])
+        pos += klen
+        (vlen,) = _I32.unpack_from(data, pos)
+        pos += 4
+        if vlen < 0 or pos + vlen > end:
+            raise MalformedHeaderError("truncated ext field value")
+        ext[key] = _utf8(data[pos:pos + vlen])
+        pos += vlen
+    return RemotingCommand(code, opaque=opaque, flag=flag, ext_fields=ext, remark=remark,
+                           language=name, version=version, serialize_type=SERIALIZE_ROCKETMQ)
+
+
+def _utf8(raw):
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedHeaderError("header text is not UTF-8: %s" % (exc,)) from None
+
+
+# ---------------------------------------------------------------- whole frames
+
+_PREFIX = struct.Struct(">iI")
+
+
+def encode_frame(cmd):
+    """The complete wire bytes of ``cmd``, length prefix included."""
+    if cmd.serialize_type == SERIALIZE_JSON:
+        header = encode_json_header(cmd)
+    elif cmd.serialize_type == SERIALIZE_ROCKETMQ:
+        header = encode_binary_header(cmd)
+    else:
+        raise CodecError("unknown serialize type %r" % (cmd.serialize_type,))
+    body = cmd.body or b""
+    if len(header) > 0xFFFFFF:
+        raise CodecError("header of %d bytes exceeds the 24-bit header length" % len(header))
+    return b"".join((_PREFIX.pack(4 + len(header) + len(body),
+                                  (cmd.serialize_type << 24) | len(header)), header, body))
+
+
+def decode_frame(frame):
+    """Decode one frame *without* its length prefix (what :class:`FrameDecoder` yields)."""
+    if len(frame) < 4:
+        raise TruncatedError("frame shorter than its 4-byte header-length word")
+    word = int.from_bytes(frame[:4], "big")
+    serialize_type = word >> 24
+    header_length = word & 0xFFFFFF
+    if header_length > len(frame) - 4:
+        raise BadHeaderLengthError(
+            "header length %d exceeds frame length %d" % (header_length, len(frame) - 4))
+    header = frame[4:4 + header_length]
+    if serialize_type == SERIALIZE_JSON:
+        cmd = decode_json_header(header)
+    elif serialize_type == SERIALIZE_ROCKETMQ:
+        cmd = decode_binary_header(header)
+    else:
+        raise MalformedHeaderError("unknown serialize type %d" % serialize_type)
+    cmd.body = bytes(frame[4 + header_length:])
+    return cmd
+
+
+def parse_frame_declared(data):
+    """Decode a whole frame (prefix included) through the construct declarations only."""
+    parsed = parse_or_raise(FRAME, data)
+    if parsed.serialize_type == SERIALIZE_JSON:
+        cmd = decode_json_header(parsed.header)
+    elif parsed.serialize_type == SERIALIZE_ROCKETMQ:
+        header = parse_or_raise(BINARY_HEADER, parsed.header)
+        name = _LANGUAGE_NAMES.get(header.language)
+        if name is None:
+            raise MalformedHeaderError("unknown language code %d" % header.language)
+        ext = {e.key: e.value for e in header.ext_fields} if header.ext_fields else None
+        cmd = RemotingCommand(header.code, opaque=header.opaque, flag=header.flag,
+                              ext_fields=ext, remark=header.remark or None, language=name,
+                              version=header.version, serialize_type=SERIALIZE_ROCKETMQ)
+    else:
+        raise MalformedHeaderError("unknown serialize type %d" % parsed.serialize_type)
+    cmd.body = parsed.body
+    return cmd
+
+
+def build_frame_declared(cmd):
+    """Encode ``cmd`` through the construct declarations only."""
+    if cmd.serialize_type == SERIALIZE_JSON:
+        header = encode_json_header(cmd)
+    else:
+        ext = [dict(key=k, value=v) for k, v in (cmd.ext_fields or {}).items()
+               if k is not None and v is not None]
+        header = BINARY_HEADER.build(dict(
+            code=_s16(cmd.code), language=LANGUAGE_CODES[cmd.language],
+            version=_s16(cmd.version), opaque=cmd.opaque, flag=cmd.flag,
+            remark=cmd.remark or "", ext_fields=ext))
+    body = cmd.body or b""
+    return FRAME.build(dict(length=4 + len(header) + len(body),
+                            serialize_type=cmd.serialize_type, header_length=len(header),
+                            header=header, body=body))
+
+
+class FrameDecoder:
+    """Splits a byte stream into frames, whatever the chunking (reference §1.1).
+
+    :meth:`feed` returns the complete frames (without length prefix) as ``bytes``.
+    A length prefix announcing more than ``max_frame_length`` raises
+    :class:`FrameTooLargeError` before any of that frame is buffered.
+    """
+
+    def __init__(self, max_frame_length=MAX_FRAME_LENGTH):
+        self.max_frame_length = max_frame_length
+        self._buffer = bytearray()
+
+    def feed(self, data):
+        buf = self._buffer
+        buf += data
+        frames = []
+        pos = 0
+        size = len(buf)
+        while size - pos >= 4:
+            length = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
+            if length < 4:
+                raise BadHeaderLengthError("frame length %d is too small" % length)
+            if length + 4 > self.max_frame_length:
+                raise FrameTooLargeError(
+                    "frame of %d bytes exceeds the %d-byte limit" % (length + 4,
+                                                                    self.max_frame_length))
+            end = pos + 4 + length
+            if end > size:
+                break
+            frames.append(bytes(buf[pos + 4:end]))
+            pos = end
+        if pos:
+            del buf[:pos]
+        return frames
+
+    @property
+    def buffered(self):
+        """Bytes held for a frame not yet complete."""
+        return len(self._buffer)

@@ -1,0 +1,25 @@
+"""Packaging for rmqproto."""
+from setuptools import find_packages, setup
+
+setup(
+    name="rmqproto",
+    version="0.1.0",
+    description="Wire-compatible Apache RocketMQ replication core on Twisted",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["rmqproto", "rmqproto.*", "plugins", "plugins.*"])
+    + ["twisted.plugins"],
+    package_data={"twisted": ["plugins/*.py"]},
+    install_requires=[
+        "twisted>=23.8",
+        "zope.interface>=6",
+        "construct>=2.10,<2.11",
+        "orjson>=3.8",
+        "treq>=23.8",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1"],
+        "spark": ["pyspark>=3.4"],
+    },
+)

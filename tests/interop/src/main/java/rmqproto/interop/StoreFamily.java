@@ -1,0 +1,14 @@
+package rmqproto.interop;
+
+import java.util.Map;
+
+/** Vectors and decoders of the store formats (stub until filled in). */
+final class StoreFamily implements Main.Family {
+    @Override
+    public void register(Map<String, Main.Decoder> decoders) {
+    }
+
+    @Override
+    public void generate(Vectors.Sink sink) throws Exception {
+    }
+}
