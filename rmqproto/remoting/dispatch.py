@@ -1,0 +1,151 @@
+"""Request dispatch by code and the generic server behaviour (reference §1.8).
+
+A *processor* is any callable ``processor(request, context)`` taking the request
+:class:`~rmqproto.codec.frame.RemotingCommand` and a :class:`RequestContext`, and
+returning a response command, a ``Deferred`` firing with one (long polling,
+replication waits), or ``None`` (no answer). A processor may also have a
+``reject_request()`` method; when it returns true the request is refused with
+``SYSTEM_BUSY`` (Java's ``NettyRequestProcessor.rejectRequest``).
+
+:class:`RequestDispatcher` applies the rules every RocketMQ server shares:
+
+* no processor for the code → ``REQUEST_CODE_NOT_SUPPORTED`` with remark
+  ``" request type <code> not supported"``;
+* the processor raises (or its Deferred fails) → ``SYSTEM_ERROR`` with the
+  exception's text;
+* a response gets the request's opaque and serialize type, the response flag,
+  language ``JAVA`` and the dispatcher's ``version``;
+* a oneway request is never answered.
+
+No sockets and no reactor here: the protocol feeds requests in and writes out the
+frames that come back.
+"""
+
+import traceback
+from functools import partial
+
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from rmqproto.codec.frame import FLAG_RESPONSE, RemotingCommand, encode_frame
+
+__all__ = [
+    "V4_9_8", "SUCCESS", "SYSTEM_ERROR", "SYSTEM_BUSY", "REQUEST_CODE_NOT_SUPPORTED",
+    "REJECT_REQUEST_REMARK", "RequestContext", "RequestDispatcher", "exception_remark",
+]
+
+#: ``MQVersion.Version.V4_9_8.ordinal()``, what RocketMQ 4.9.8 servers put in ``version`` (§1.6).
+V4_9_8 = 409
+
+# RemotingSysResponseCode (reference §1.9).
+SUCCESS = 0
+SYSTEM_ERROR = 1
+SYSTEM_BUSY = 2
+REQUEST_CODE_NOT_SUPPORTED = 3
+
+REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+
+log = Logger()
+
+
+class RequestContext:
+    """What a processor knows about where a request came from.
+
+    ``connection`` is the :class:`~rmqproto.remoting.protocol.RemotingProtocol` the
+    request arrived on (use it to call the peer back or to close it); ``peer`` is the
+    peer's address as ``"host:port"``.
+    """
+
+    __slots__ = ("connection", "peer")
+
+    def __init__(self, connection, peer):
+        self.connection = connection
+        self.peer = peer
+
+    def __repr__(self):
+        return "RequestContext(peer=%r)" % (self.peer,)
+
+
+def exception_remark(exc):
+    """The remark of a ``SYSTEM_ERROR`` response: the exception and where it was raised.
+
+    Java writes ``e.toString()`` and the top stack frame (``RemotingHelper.exceptionSimpleDesc``);
+    this writes ``Type: message`` and the innermost frame, ``function(file:line)``.
+    """
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else "%s.%s" % (
+        kind.__module__, kind.__qualname__)
+    message = str(exc)
+    text = "%s: %s" % (name, message) if message else name
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else None
+    if frames:
+        top = frames[-1]
+        text += ", %s(%s:%d)" % (top.name, top.filename.rsplit("/", 1)[-1], top.lineno)
+    return text
+
+
+class RequestDispatcher:
+    """The processor table of one server or client (Java's ``processorTable``).
+
+    :meth:`dispatch` turns a request into the encoded response frame, a ``Deferred``
+    firing with one (or ``None``), or ``None`` when nothing is to be sent.
+    """
+
+    def __init__(self, version=V4_9_8):
+        self.version = version
+        self.default_processor = None
+        self._processors = {}
+
+    def register(self, code, processor):
+        """Route requests with ``code`` to ``processor`` (replacing any earlier one)."""
+        self._processors[code] = processor
+
+    def register_default(self, processor):
+        """Route every code without its own processor to ``processor``."""
+        self.default_processor = processor
+
+    def processor_for(self, code):
+        """The processor ``code`` is routed to, or ``None``."""
+        return self._processors.get(code, self.default_processor)
+
+    def dispatch(self, request, context):
+        """Process ``request``; the response frame (bytes), a Deferred of it, or ``None``."""
+        processor = self.processor_for(request.code)
+        if processor is None:
+            remark = " request type %d not supported" % request.code
+            log.warn("{peer}{remark}", peer=context.peer, remark=remark)
+            return self._answer(request, REQUEST_CODE_NOT_SUPPORTED, remark)
+        reject = getattr(processor, "reject_request", None)
+        if reject is not None and reject():
+            return self._answer(request, SYSTEM_BUSY, REJECT_REQUEST_REMARK)
+        try:
+            result = processor(request, context)
+            if not isinstance(result, Deferred):
+                return self._finish(request, result)
+        except Exception:
+            return self._failed(request, Failure())
+        return result.addCallback(partial(self._finish, request)).addErrback(
+            partial(self._failed, request))
+
+    def _finish(self, request, response):
+        if response is None or request.is_oneway:
+            return None
+        if not isinstance(response, RemotingCommand):
+            raise TypeError("processor for request code %d returned %r, not a RemotingCommand"
+                            % (request.code, response))
+        response.opaque = request.opaque
+        response.flag |= FLAG_RESPONSE
+        response.serialize_type = request.serialize_type
+        response.language = "JAVA"
+        response.version = self.version
+        return encode_frame(response)
+
+    def _failed(self, request, failure):
+        log.failure("process request exception, code {code}", failure, code=request.code)
+        return self._answer(request, SYSTEM_ERROR, exception_remark(failure.value))
+
+    def _answer(self, request, code, remark):
+        if request.is_oneway:
+            return None
+        return encode_frame(request.response(code, remark=remark, version=self.version))

@@ -1,0 +1,198 @@
+"""The Twisted protocol speaking RocketMQ remoting on one connection (reference §1).
+
+One :class:`RemotingProtocol` serves both directions of a connection: it answers
+the peer's requests through a :class:`~rmqproto.remoting.dispatch.RequestDispatcher`
+and correlates the peer's responses with its own outgoing requests by opaque
+(the broker calls its clients back on the connection they opened).
+
+Every frame of one ``dataReceived`` is decoded in turn and everything answered
+synchronously goes out in a single ``transport.write``. A peer whose bytes do not
+decode loses its connection, with one log line saying why.
+"""
+
+import itertools
+
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
+
+from rmqproto.codec.frame import FLAG_ONEWAY, MAX_FRAME_LENGTH, FrameDecoder, decode_frame, encode_frame
+from rmqproto.errors import CodecError
+from rmqproto.remoting.dispatch import RequestContext
+from rmqproto.remoting.errors import RemotingConnectionError, RemotingTimeoutError
+
+__all__ = ["RemotingProtocol", "DEFAULT_TIMEOUT", "next_opaque", "format_address"]
+
+#: Seconds an outgoing request waits for its response unless told otherwise.
+DEFAULT_TIMEOUT = 3.0
+
+log = Logger()
+
+_opaques = itertools.count()
+
+
+def next_opaque():
+    """The next request id: process-wide, from 0, wrapping like a Java ``int`` (§1.2)."""
+    return ((next(_opaques) + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
+def format_address(address):
+    """``"host:port"`` for a Twisted address, like Java's ``parseChannelRemoteAddr``."""
+    host = getattr(address, "host", None)
+    port = getattr(address, "port", None)
+    return "%s:%s" % (host, port) if host is not None else str(address)
+
+
+class RemotingProtocol(Protocol):
+    """Requests in and out, responses in and out, on one connection.
+
+    ``dispatcher`` answers incoming requests; its ``version`` is also stamped on
+    outgoing requests. ``reactor`` schedules request timeouts. When built by a
+    :class:`~rmqproto.remoting.factory.RemotingFactory` the factory is told when
+    the connection is made and lost.
+    """
+
+    factory = None
+
+    def __init__(self, dispatcher, reactor, max_frame_length=MAX_FRAME_LENGTH):
+        self.dispatcher = dispatcher
+        self.reactor = reactor
+        self.peer = None
+        self.context = None
+        self._decoder = FrameDecoder(max_frame_length)
+        self._pending = {}  # opaque -> (Deferred, IDelayedCall)
+        self._batch = None  # frames to write at the end of the current dataReceived
+        self._open = False
+
+    # ------------------------------------------------------------ connection
+
+    def connectionMade(self):
+        self._open = True
+        self.peer = format_address(self.transport.getPeer())
+        self.context = RequestContext(self, self.peer)
+        if self.factory is not None:
+            self.factory.connection_made(self)
+
+    def connectionLost(self, reason):
+        self._open = False
+        pending, self._pending = self._pending, {}
+        for deferred, timer in pending.values():
+            timer.cancel()
+            deferred.errback(RemotingConnectionError(
+                "connection to %s lost: %s" % (self.peer, reason.getErrorMessage())))
+        if self.factory is not None:
+            self.factory.connection_lost(self, reason)
+
+    @property
+    def is_open(self):
+        """Whether requests can still be sent on this connection."""
+        return self._open
+
+    @property
+    def pending_count(self):
+        """How many outgoing requests await their response."""
+        return len(self._pending)
+
+    def close(self):
+        """Close the connection once what was written is sent."""
+        self._open = False
+        self.transport.loseConnection()
+
+    # ------------------------------------------------------------ incoming
+
+    def dataReceived(self, data):
+        if not self._open:
+            return
+        self._batch = []
+        try:
+            for frame in self._decoder.feed(data):
+                self._command_received(decode_frame(frame))
+        except CodecError as exc:
+            self._flush()
+            log.warn("closing connection from {peer}: malformed frame: {error}",
+                     peer=self.peer, error=exc)
+            self.close()
+        finally:
+            self._flush()
+
+    def _command_received(self, command):
+        if command.is_response:
+            entry = self._pending.pop(command.opaque, None)
+            if entry is None:
+                log.warn("response from {peer} matches no request: {command!r}",
+                         peer=self.peer, command=command)
+                return
+            deferred, timer = entry
+            timer.cancel()
+            deferred.callback(command)
+            return
+        answer = self.dispatcher.dispatch(command, self.context)
+        if isinstance(answer, Deferred):
+            answer.addCallback(self._write_answer)
+        elif answer is not None:
+            self._write(answer)
+
+    def _write_answer(self, frame):
+        if frame is not None:
+            self._write(frame)
+
+    # ------------------------------------------------------------ outgoing
+
+    def send_request(self, request, timeout=DEFAULT_TIMEOUT):
+        """Send ``request``; a Deferred firing with the response command.
+
+        ``request`` gets a fresh opaque and the dispatcher's version. The Deferred
+        fails with :class:`RemotingTimeoutError` after ``timeout`` seconds and with
+        :class:`RemotingConnectionError` if the connection is or becomes closed;
+        cancelling it forgets the request.
+        """
+        if not self._open:
+            return fail(RemotingConnectionError("connection to %s is closed" % (self.peer,)))
+        request.opaque = opaque = next_opaque()
+        request.version = self.dispatcher.version
+        try:
+            frame = encode_frame(request)
+        except CodecError:
+            return fail()
+        deferred = Deferred(lambda _: self._forget(opaque))
+        timer = self.reactor.callLater(timeout, self._timed_out, opaque, timeout)
+        self._pending[opaque] = (deferred, timer)
+        self._write(frame)
+        return deferred
+
+    def send_oneway(self, request):
+        """Send ``request`` with the oneway flag; a Deferred firing with ``None`` once written."""
+        if not self._open:
+            return fail(RemotingConnectionError("connection to %s is closed" % (self.peer,)))
+        request.opaque = next_opaque()
+        request.version = self.dispatcher.version
+        request.flag |= FLAG_ONEWAY
+        try:
+            self._write(encode_frame(request))
+        except CodecError:
+            return fail()
+        return succeed(None)
+
+    def _forget(self, opaque):
+        entry = self._pending.pop(opaque, None)
+        if entry is not None:
+            entry[1].cancel()
+
+    def _timed_out(self, opaque, timeout):
+        entry = self._pending.pop(opaque, None)
+        if entry is not None:
+            entry[0].errback(RemotingTimeoutError(
+                "wait response on the channel <%s> timeout, %d(ms)" % (self.peer, timeout * 1000)))
+
+    # ------------------------------------------------------------ writing
+
+    def _write(self, frame):
+        if self._batch is not None:
+            self._batch.append(frame)
+        elif self._open:
+            self.transport.write(frame)
+
+    def _flush(self):
+        batch, self._batch = self._batch, None
+        if batch:
+            self.transport.write(b"".join(batch))

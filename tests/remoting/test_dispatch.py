@@ -1,0 +1,138 @@
+"""The processor table and the generic server behaviour (reference §1.8), without any I/O."""
+
+from twisted.internet.defer import Deferred
+
+from rmqproto.codec.frame import (
+    FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, decode_frame)
+from rmqproto.remoting.dispatch import (
+    REQUEST_CODE_NOT_SUPPORTED, SUCCESS, SYSTEM_BUSY, SYSTEM_ERROR, V4_9_8, RequestContext,
+    RequestDispatcher, exception_remark)
+
+from conftest import request
+
+CONTEXT = RequestContext(None, "10.0.0.1:1234")
+
+
+def answer(frame):
+    return decode_frame(frame[4:])
+
+
+def echo(req, context):
+    return req.response(SUCCESS, remark=context.peer, ext_fields=req.ext_fields, body=req.body)
+
+
+def test_dispatch_by_code_fills_in_the_response_fields():
+    dispatcher = RequestDispatcher()
+    dispatcher.register(105, echo)
+    for serialize_type in (SERIALIZE_JSON, SERIALIZE_ROCKETMQ):
+        req = request(105, opaque=77, ext_fields={"topic": "T"}, body=b"xy",
+                      language="PYTHON", version=3, serialize_type=serialize_type)
+        resp = answer(dispatcher.dispatch(req, CONTEXT))
+        assert (resp.code, resp.opaque, resp.flag, resp.serialize_type) == (
+            SUCCESS, 77, FLAG_RESPONSE, serialize_type)
+        assert (resp.language, resp.version) == ("JAVA", V4_9_8)
+        assert (resp.ext_fields, resp.body, resp.remark) == ({"topic": "T"}, b"xy", "10.0.0.1:1234")
+
+
+def test_configured_version_and_default_processor():
+    dispatcher = RequestDispatcher(version=479)
+    dispatcher.register_default(echo)
+    assert answer(dispatcher.dispatch(request(9999, opaque=1), CONTEXT)).version == 479
+
+
+def test_unknown_code_is_not_supported_with_java_remark():
+    resp = answer(RequestDispatcher().dispatch(request(4242, opaque=5), CONTEXT))
+    assert (resp.code, resp.opaque, resp.flag) == (REQUEST_CODE_NOT_SUPPORTED, 5, FLAG_RESPONSE)
+    assert resp.remark == " request type 4242 not supported"
+
+
+def test_processor_exception_is_system_error_with_its_text():
+    def broken(req, context):
+        raise KeyError("no such topic")
+
+    dispatcher = RequestDispatcher()
+    dispatcher.register(10, broken)
+    resp = answer(dispatcher.dispatch(request(10, opaque=8, serialize_type=SERIALIZE_ROCKETMQ),
+                                      CONTEXT))
+    assert (resp.code, resp.opaque, resp.serialize_type) == (SYSTEM_ERROR, 8, SERIALIZE_ROCKETMQ)
+    assert resp.remark.startswith("KeyError: 'no such topic', broken(test_dispatch.py:")
+
+
+def test_processor_returning_garbage_is_system_error():
+    dispatcher = RequestDispatcher()
+    dispatcher.register(10, lambda req, context: "oops")
+    resp = answer(dispatcher.dispatch(request(10), CONTEXT))
+    assert resp.code == SYSTEM_ERROR and "not a RemotingCommand" in resp.remark
+
+
+def test_reject_request_is_system_busy():
+    class Busy:
+        def reject_request(self):
+            return True
+
+        def __call__(self, req, context):
+            raise AssertionError("a rejected request must not be processed")
+
+    dispatcher = RequestDispatcher()
+    dispatcher.register(10, Busy())
+    resp = answer(dispatcher.dispatch(request(10), CONTEXT))
+    assert resp.code == SYSTEM_BUSY
+    assert resp.remark == "[REJECTREQUEST]system busy, start flow control for a while"
+
+
+def test_oneway_is_never_answered():
+    calls = []
+
+    def broken(req, context):
+        calls.append(req.code)
+        raise RuntimeError("boom")
+
+    dispatcher = RequestDispatcher()
+    dispatcher.register(1, echo)
+    dispatcher.register(2, broken)
+    for code in (1, 2, 3):
+        assert dispatcher.dispatch(request(code, flag=FLAG_ONEWAY), CONTEXT) is None
+    assert calls == [2]
+
+
+def test_processor_may_answer_nothing():
+    dispatcher = RequestDispatcher()
+    dispatcher.register(1, lambda req, context: None)
+    assert dispatcher.dispatch(request(1), CONTEXT) is None
+
+
+def test_deferred_response_and_deferred_failure():
+    later = {}
+
+    def slow(req, context):
+        later[req.opaque] = d = Deferred()
+        return d
+
+    dispatcher = RequestDispatcher()
+    dispatcher.register(11, slow)
+    ok = dispatcher.dispatch(request(11, opaque=1), CONTEXT)
+    bad = dispatcher.dispatch(request(11, opaque=2), CONTEXT)
+    results = []
+    ok.addCallback(results.append)
+    bad.addCallback(results.append)
+    later[2].errback(ValueError("store is shutting down"))
+    later[1].callback(request(0).response(SUCCESS, body=b"msg"))
+    first, second = (answer(frame) for frame in results)
+    assert (first.opaque, first.code, first.remark) == (2, SYSTEM_ERROR, "ValueError: store is shutting down")
+    assert (second.opaque, second.code, second.body) == (1, SUCCESS, b"msg")
+
+
+def test_exception_remark_names_module_and_innermost_frame():
+    class StoreError(Exception):
+        pass
+
+    def inner():
+        raise StoreError()
+
+    try:
+        inner()
+    except StoreError as exc:
+        remark = exception_remark(exc)
+    assert remark.startswith("test_dispatch.test_exception_remark_names_module_and_innermost_frame."
+                             "<locals>.StoreError, inner(test_dispatch.py:")
+    assert exception_remark(ValueError("x")) == "ValueError: x"
