@@ -26,3 +26,18 @@ def fresh_vectors(java_interop, tmp_path_factory):
             return json.load(fh)["vectors"]
 
     return load
+
+
+@pytest.fixture
+def java_peers(tmp_path):
+    """Real RocketMQ Java processes (NameServer, broker, mqadmin) under ``tmp_path``; all killed
+    at the end of the test. Skips when Java or Maven is missing."""
+    if not java_available():
+        pytest.skip("Java 17 and Maven are not installed")
+    from support.javapeers import JavaPeers
+
+    peers = JavaPeers(tmp_path)
+    try:
+        yield peers
+    finally:
+        peers.stop_all()

@@ -1,0 +1,190 @@
+"""Real Apache RocketMQ Java processes as test peers: NameServer, broker, mqadmin, Java client.
+
+Two classpaths are built with Maven from ``tests/javapeers/`` (downloads are cached in
+``~/.m2``): ``server`` (NameServer and broker 4.9.7, the newest 4.x server artifacts on
+Maven Central) and ``client`` (Java client and mqadmin 4.9.8, plus our small client programs).
+Every process runs on 127.0.0.1 with a small heap and is killed when its owner stops it.
+"""
+
+import fcntl
+import functools
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from support.interop import JAVA_FLAGS, java_available
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS_DIR = ROOT / "tests" / "javapeers"
+
+_LOGBACK = """<configuration>
+  <appender name="OUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%d{HH:mm:ss.SSS} %-5level %logger{20} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="WARN"><appender-ref ref="OUT"/></root>
+</configuration>
+"""
+
+
+def free_port(count=1, step=1):
+    """A port p such that p, p+step, … (``count`` of them) are all free on 127.0.0.1."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        ports = [base + i * step for i in range(count)]
+        if max(ports) < 65000 and all(_port_free(p) for p in ports):
+            return base
+
+
+def _port_free(port):
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def broker_port():
+    """A broker ``listenPort`` whose VIP port (−2) and HA port (+1) are free too."""
+    return free_port(4) + 2
+
+
+def wait_for_port(port, timeout=60.0, process=None):
+    """Block until something accepts on 127.0.0.1:``port``; raise if the process dies first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError("process exited with %s before listening on %d:\n%s"
+                               % (process.returncode, port, process.output()))
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError("nothing listening on port %d after %.0f s" % (port, timeout))
+
+
+class JavaProcess:
+    """A running Java process with its output captured in a log file."""
+
+    def __init__(self, args, log_path, cwd):
+        self.log_path = Path(log_path)
+        self._log = open(self.log_path, "wb")
+        self.popen = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=cwd,
+                                      start_new_session=True)
+
+    def poll(self):
+        return self.popen.poll()
+
+    @property
+    def returncode(self):
+        return self.popen.returncode
+
+    def output(self):
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self, sig=signal.SIGKILL):
+        """Send ``sig`` (kill -9 by default) and wait for the process to end."""
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, sig)
+            try:
+                self.popen.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait()
+        self._log.close()
+
+
+@functools.lru_cache(maxsize=None)
+def build_classpath(name):
+    """Build ``tests/javapeers/<name>`` with Maven once per run; its Java classpath."""
+    project = PEERS_DIR / name
+    goals = ["dependency:copy-dependencies", "-DoutputDirectory=target/lib"]
+    if (project / "src").exists():
+        goals.insert(0, "compile")
+    with open(PEERS_DIR / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(["mvn", "-q", "-B", *goals], cwd=project,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        raise RuntimeError("building %s peers failed:\n%s"
+                           % (name, result.stdout.decode(errors="replace")))
+    parts = [str(project / "target" / "lib" / "*")]
+    if (project / "target" / "classes").exists():
+        parts.insert(0, str(project / "target" / "classes"))
+    return os.pathsep.join(parts)
+
+
+class JavaPeers:
+    """Builds the classpaths once and starts peers under ``workdir``."""
+
+    def __init__(self, workdir):
+        if not java_available():
+            raise RuntimeError("Java 17 and Maven are needed for the Java peers")
+        self.workdir = Path(workdir)
+        self.home = self.workdir / "rocketmq-home"
+        (self.home / "conf").mkdir(parents=True, exist_ok=True)
+        for name in ("namesrv", "broker", "tools"):
+            (self.home / "conf" / ("logback_%s.xml" % name)).write_text(_LOGBACK)
+        self.server_cp = build_classpath("server")
+        self.client_cp = build_classpath("client")
+        self.processes = []
+
+    def _java(self, classpath, main, *args, heap="256m"):
+        return ["java", *JAVA_FLAGS[:-2], "-Xms%s" % heap, "-Xmx%s" % heap,
+                "-Duser.home=%s" % self.home, "-Drocketmq.home.dir=%s" % self.home,
+                "-Drocketmq.client.logUseSlf4j=true",
+                "-cp", classpath, main, *args]
+
+    def _write_properties(self, name, props):
+        path = self.workdir / name
+        path.write_text("".join("%s=%s\n" % (k, v) for k, v in props.items()))
+        return path
+
+    def start(self, name, classpath, main, *args, port=None, timeout=90.0):
+        """Start a Java main class; wait for ``port`` when given."""
+        process = JavaProcess(self._java(classpath, main, *args),
+                              self.workdir / (name + ".log"), cwd=self.workdir)
+        self.processes.append(process)
+        if port is not None:
+            wait_for_port(port, timeout, process)
+        return process
+
+    def namesrv(self, port, **props):
+        """Start the Java NameServer on ``port``."""
+        conf = self._write_properties("namesrv-%d.properties" % port, dict(listenPort=port, **props))
+        return self.start("namesrv-%d" % port, self.server_cp,
+                          "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf), port=port)
+
+    def broker(self, name, **props):
+        """Start a Java broker from Java property names (``listenPort``, ``namesrvAddr``, …)."""
+        store = self.workdir / ("store-" + name)
+        defaults = dict(brokerClusterName="DefaultCluster", brokerName="broker-a", brokerId=0,
+                        brokerIP1="127.0.0.1", brokerIP2="127.0.0.1",
+                        storePathRootDir=store, storePathCommitLog=store / "commitlog",
+                        mappedFileSizeCommitLog=64 * 1024 * 1024,
+                        mappedFileSizeConsumeQueue=300000 * 20 // 100)
+        defaults.update(props)
+        conf = self._write_properties("broker-%s.properties" % name, defaults)
+        return self.start("broker-" + name, self.server_cp,
+                          "org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf),
+                          port=int(defaults["listenPort"]))
+
+    def mqadmin(self, *args, timeout=120):
+        """Run one mqadmin (4.9.8) command; its stdout as text."""
+        result = subprocess.run(
+            self._java(self.client_cp, "org.apache.rocketmq.tools.command.MQAdminStartup",
+                       *[str(a) for a in args], heap="128m"),
+            cwd=self.workdir, capture_output=True, timeout=timeout)
+        return result.stdout.decode(errors="replace")
+
+    def stop_all(self):
+        for process in reversed(self.processes):
+            process.kill()
+        self.processes.clear()
