@@ -6,7 +6,7 @@ on first use, shared by concurrent callers and forgotten when it closes so that
 the next call reconnects.
 """
 
-from twisted.internet.defer import Deferred, fail, gatherResults
+from twisted.internet.defer import Deferred, fail, gatherResults, succeed
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
 from rmqproto.remoting.errors import RemotingConnectionError
@@ -59,7 +59,7 @@ class RemotingClient:
         """A Deferred firing with the open connection to ``address``, made if needed."""
         existing = self._connections.get(address)
         if existing is not None and existing.is_open:
-            return Deferred.fromResult(existing)
+            return succeed(existing)
         waiter = Deferred()
         waiters = self._connecting.get(address)
         if waiters is None:
