@@ -1,19 +1,49 @@
-"""Java library semantics the formats depend on: ``String.hashCode`` and the store's masked CRC32."""
+"""Java library semantics the formats depend on: ``String.hashCode``, ``Math.abs`` and the store's CRC32."""
 
+import sys
 import zlib
 from functools import lru_cache
+from operator import mul
 
-__all__ = ["java_string_hash", "masked_crc32"]
+__all__ = ["java_string_hash", "java_abs_int", "masked_crc32", "to_int32"]
+
+_MASK32 = 0xFFFFFFFF
+_UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+
+# 31**k mod 2**32: the hash of code units u[0..n) is sum(u[n-1-k] * 31**k) mod 2**32,
+# summed at C speed with map(mul, reversed(units), _POWERS).
+_POWERS_LEN = 4096
+_POWERS = [pow(31, k, 1 << 32) for k in range(_POWERS_LEN)]
+
+
+def to_int32(value):
+    """Java's ``(int)`` narrowing of an integer: the low 32 bits as a signed value."""
+    value &= _MASK32
+    return value - 0x100000000 if value & 0x80000000 else value
 
 
 @lru_cache(maxsize=65536)
 def java_string_hash(text):
-    """Java ``String.hashCode()`` over UTF-16 code units, as a signed 32-bit int (reference §3.7)."""
+    """Java ``String.hashCode()`` over UTF-16 code units, as a signed 32-bit int (reference §3.7).
+
+    Characters outside the BMP count as their two surrogate code units, exactly as in
+    Java; lone surrogates (e.g. from ``surrogateescape``) are hashed as the unit they are.
+    """
+    if text.isascii():
+        units = text.encode("ascii")  # ASCII characters are their own UTF-16 code units
+    else:
+        units = memoryview(text.encode(_UTF16_NATIVE, "surrogatepass")).cast("H")
+    if len(units) <= _POWERS_LEN:
+        return to_int32(sum(map(mul, reversed(units), _POWERS)))
     h = 0
-    data = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - 0x100000000 if h & 0x80000000 else h
+    for unit in units:
+        h = (31 * h + unit) & _MASK32
+    return to_int32(h)
+
+
+def java_abs_int(value):
+    """Java ``Math.abs(int)``: ``Integer.MIN_VALUE`` stays negative (it has no positive twin)."""
+    return to_int32(abs(value))
 
 
 def masked_crc32(data):

@@ -1,0 +1,689 @@
+"""Stored messages: the commit-log record, the end-of-file blank, the properties
+string, the client batch body and the offset message id (reference §2.3, §3.2–§3.6, §3.10).
+
+The construct declarations (:data:`MESSAGE_RECORD`, :data:`BLANK`, :data:`BATCH_ITEM`)
+are the specification. :func:`encode_record` / :func:`decode_record` and
+:func:`encode_batch` / :func:`decode_batch` are the ``struct`` fast paths used on hot
+paths; the test-suite proves they agree with the declarations byte for byte.
+
+Text (topic, properties) is UTF-8. Bytes that are not valid UTF-8 are kept with
+``surrogateescape`` so that decoding never fails on them and re-encoding restores
+them exactly (Java would see U+FFFD there instead).
+"""
+
+import socket
+import struct
+import zlib
+from functools import lru_cache
+
+import construct as cs
+
+from rmqproto.codec.construct_util import build_or_raise, parse_or_raise
+from rmqproto.codec.javalang import java_string_hash, masked_crc32
+from rmqproto.errors import BadMagicError, ChecksumError, CodecError, TruncatedError
+
+# ---------------------------------------------------------------- constants
+
+#: ``MESSAGE_MAGIC_CODE`` 0xDAA320A7: a record with a 1-byte topic length (reference §3.2).
+MESSAGE_MAGIC_CODE = -626843481
+#: RMQ5 ``MESSAGE_MAGIC_CODE_V2`` 0xDAA320AB: a record with a 2-byte topic length (reference §3.10).
+MESSAGE_MAGIC_CODE_V2 = -626843477
+#: ``BLANK_MAGIC_CODE`` 0xCBD43194 of the end-of-file blank (reference §3.2).
+BLANK_MAGIC_CODE = -875286124
+#: Bytes a segment keeps free for the end-of-file blank.
+END_FILE_MIN_BLANK_LENGTH = 8
+#: Largest properties string (its length is an int16).
+MAX_PROPERTIES_LENGTH = 32767
+#: Largest topic of a version-1 record (its length is a signed byte).
+MAX_TOPIC_LENGTH_V1 = 127
+
+# sysFlag bits (reference §3.3, ``MessageSysFlag``)
+COMPRESSED_FLAG = 0x1
+MULTI_TAGS_FLAG = 0x2
+TRANSACTION_NOT_TYPE = 0x0
+TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_COMMIT_TYPE = 0x8
+TRANSACTION_ROLLBACK_TYPE = 0xC
+BORNHOST_V6_FLAG = 0x10
+STOREHOSTADDRESS_V6_FLAG = 0x20
+NEED_UNWRAP_FLAG = 0x40
+INNER_BATCH_FLAG = 0x80
+COMPRESSION_LZ4_TYPE = 0x100
+COMPRESSION_ZSTD_TYPE = 0x200
+COMPRESSION_ZLIB_TYPE = 0x300
+COMPRESSION_TYPE_MASK = 0x700
+_HOST_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+
+# property names (reference §3.4, ``MessageConst``)
+PROPERTY_KEYS = "KEYS"
+PROPERTY_TAGS = "TAGS"
+PROPERTY_WAIT_STORE_MSG_OK = "WAIT"
+PROPERTY_DELAY_TIME_LEVEL = "DELAY"
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+PROPERTY_REAL_QUEUE_ID = "REAL_QID"
+PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+PROPERTY_PRODUCER_GROUP = "PGROUP"
+PROPERTY_MIN_OFFSET = "MIN_OFFSET"
+PROPERTY_MAX_OFFSET = "MAX_OFFSET"
+PROPERTY_BUYER_ID = "BUYER_ID"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+PROPERTY_TRANSFER_FLAG = "TRANSFER_FLAG"
+PROPERTY_CORRECTION_FLAG = "CORRECTION_FLAG"
+PROPERTY_MQ2_FLAG = "MQ2_FLAG"
+PROPERTY_RECONSUME_TIME = "RECONSUME_TIME"
+PROPERTY_MSG_REGION = "MSG_REGION"
+PROPERTY_TRACE_SWITCH = "TRACE_ON"
+PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX = "UNIQ_KEY"
+PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+PROPERTY_CONSUME_START_TIMESTAMP = "CONSUME_START_TIME"
+PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+PROPERTY_TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+PROPERTY_INSTANCE_ID = "INSTANCE_ID"
+PROPERTY_CORRELATION_ID = "CORRELATION_ID"
+PROPERTY_MESSAGE_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+PROPERTY_MESSAGE_TTL = "TTL"
+PROPERTY_REPLY_MESSAGE_ARRIVE_TIME = "ARRIVE_TIME"
+PROPERTY_PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
+PROPERTY_CLUSTER = "CLUSTER"
+PROPERTY_MESSAGE_TYPE = "MSG_TYPE"
+PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
+PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
+#: Separator of the words of the ``KEYS`` property.
+KEY_SEPARATOR = " "
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+
+def transaction_type(sys_flag):
+    """The transaction bits of ``sys_flag`` (one of the ``TRANSACTION_*_TYPE`` values)."""
+    return sys_flag & TRANSACTION_ROLLBACK_TYPE
+
+
+def tags_code(tags):
+    """The consume-queue tags code of a ``TAGS`` value: Java ``hashCode``, 0 without a tag (§3.7)."""
+    return java_string_hash(tags) if tags else 0
+
+
+# ---------------------------------------------------------------- text helpers
+
+def _text(raw):
+    """UTF-8 bytes to ``str``, never failing (see the module docstring)."""
+    return bytes(raw).decode("utf-8", "surrogateescape")
+
+
+@lru_cache(maxsize=4096)
+def _topic_text(raw):
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _utf8(text):
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except (UnicodeEncodeError, AttributeError) as exc:
+        raise CodecError("cannot encode %r as UTF-8: %s" % (text, exc)) from None
+
+
+_topic_utf8 = lru_cache(maxsize=4096)(_utf8)
+
+
+# ---------------------------------------------------------------- properties
+
+def properties_to_string(properties, trailing_separator=False):
+    """``messageProperties2String``: ``name\\x01value`` pairs joined by ``\\x02`` (reference §3.4).
+
+    Pairs are written in the mapping's order; ``None`` values are skipped. 4.9.1–4.9.8
+    write no trailing ``\\x02`` (the default); ≤ 4.9.0 and ≥ 5.2.0 do
+    (``trailing_separator=True``). Pass a mapping ordered with
+    :func:`rmqproto.codec.fastjson.java_hashmap_order` to reproduce Java's byte order.
+    """
+    if not properties:
+        return ""
+    try:
+        text = PROPERTY_SEPARATOR.join(
+            [name + NAME_VALUE_SEPARATOR + value for name, value in properties.items()
+             if value is not None])
+    except TypeError as exc:
+        raise CodecError("property names and values must be strings: %s" % exc) from None
+    if trailing_separator and text:
+        text += PROPERTY_SEPARATOR
+    return text
+
+
+def string_to_properties(text):
+    """``string2messageProperties``: accepts the string with or without a trailing ``\\x02``.
+
+    Like Java, fragments without a non-empty name and a non-empty value are ignored
+    and a repeated name keeps its last value.
+    """
+    properties = {}
+    if text:
+        for part in text.split(PROPERTY_SEPARATOR):
+            name, _, value = part.partition(NAME_VALUE_SEPARATOR)
+            if name and value:
+                properties[name] = value
+    return properties
+
+
+def _properties_bytes(properties):
+    raw = _utf8(properties_to_string(properties)) if properties else b""
+    if len(raw) > MAX_PROPERTIES_LENGTH:
+        raise CodecError("properties of %d bytes exceed %d" % (len(raw), MAX_PROPERTIES_LENGTH))
+    return raw
+
+
+# ---------------------------------------------------------------- hosts and msgId
+
+def _pack_ip(address):
+    try:
+        if ":" in address:
+            return socket.inet_pton(socket.AF_INET6, address)
+        return socket.inet_pton(socket.AF_INET, address)
+    except (OSError, TypeError, ValueError) as exc:
+        raise CodecError("bad IP address %r: %s" % (address, exc)) from None
+
+
+def _unpack_ip(packed):
+    if len(packed) == 4:
+        return socket.inet_ntoa(packed)
+    return socket.inet_ntop(socket.AF_INET6, packed)
+
+
+def _is_v6(host):
+    return ":" in host[0]
+
+
+def host_flags(born_host, store_host):
+    """The sysFlag IPv6 bits (4 and 5) that ``born_host`` / ``store_host`` call for."""
+    return (BORNHOST_V6_FLAG if _is_v6(born_host) else 0) | (
+        STOREHOSTADDRESS_V6_FLAG if _is_v6(store_host) else 0)
+
+
+_MSG_ID_PORT_OFFSET = struct.Struct(">iq")
+
+
+def create_message_id(store_host, commit_log_offset):
+    """The offset message id: uppercase hex of store IP + port + commit-log offset (§2.3)."""
+    return (_pack_ip(store_host[0])
+            + _MSG_ID_PORT_OFFSET.pack(store_host[1], commit_log_offset)).hex().upper()
+
+
+def decode_message_id(msg_id):
+    """``decodeMessageId``: ``((ip, port), commit_log_offset)``; 32 hex chars mean IPv4, 56 IPv6."""
+    if len(msg_id) == 32:
+        ip_len = 4
+    elif len(msg_id) == 56:
+        ip_len = 16
+    else:
+        raise CodecError("message id of %d characters is neither 32 nor 56" % len(msg_id))
+    try:
+        raw = bytes.fromhex(msg_id)
+    except (ValueError, TypeError):
+        raise CodecError("message id %r is not hexadecimal" % (msg_id,)) from None
+    port, offset = _MSG_ID_PORT_OFFSET.unpack_from(raw, ip_len)
+    return (_unpack_ip(raw[:ip_len]), port), offset
+
+
+# ---------------------------------------------------------------- the record
+
+class MessageRecord:
+    """One commit-log record, every field of ``MessageExt`` as stored (reference §3.2).
+
+    Hosts are ``(ip, port)`` tuples; the sysFlag IPv6 bits always follow them.
+    ``body`` is the stored body (compressed when ``sys_flag`` says so, see
+    :func:`uncompressed_body`). ``body_crc`` defaults to the masked CRC32 of the
+    body, ``magic_code`` to version 1 unless the topic needs the RMQ5 2-byte length,
+    and ``store_size`` to the encoded length.
+    """
+
+    __slots__ = ("_store_size", "magic_code", "body_crc", "queue_id", "flag", "queue_offset",
+                 "commit_log_offset", "sys_flag", "born_timestamp", "born_host",
+                 "store_timestamp", "store_host", "reconsume_times",
+                 "prepared_transaction_offset", "body", "topic", "properties")
+
+    def __init__(self, topic, body=b"", properties=None, queue_id=0, flag=0, queue_offset=0,
+                 commit_log_offset=0, sys_flag=0, born_timestamp=0,
+                 born_host=("127.0.0.1", 0), store_timestamp=0, store_host=("127.0.0.1", 0),
+                 reconsume_times=0, prepared_transaction_offset=0, body_crc=None,
+                 magic_code=None, store_size=None):
+        self.topic = topic
+        self.body = body
+        self.properties = {} if properties is None else properties
+        self.queue_id = queue_id
+        self.flag = flag
+        self.queue_offset = queue_offset
+        self.commit_log_offset = commit_log_offset
+        self.sys_flag = (sys_flag & ~_HOST_FLAGS) | host_flags(born_host, store_host)
+        self.born_timestamp = born_timestamp
+        self.born_host = born_host
+        self.store_timestamp = store_timestamp
+        self.store_host = store_host
+        self.reconsume_times = reconsume_times
+        self.prepared_transaction_offset = prepared_transaction_offset
+        self.body_crc = masked_crc32(body) if body_crc is None else body_crc
+        if magic_code is None:
+            magic_code = (MESSAGE_MAGIC_CODE if len(_topic_utf8(topic)) <= MAX_TOPIC_LENGTH_V1
+                          else MESSAGE_MAGIC_CODE_V2)
+        self.magic_code = magic_code
+        self._store_size = store_size
+
+    @property
+    def store_size(self):
+        """TOTALSIZE: as decoded, else the encoded length (``calMsgLength``)."""
+        if self._store_size is None:
+            self._store_size = record_length(
+                self.sys_flag, len(self.body), len(_topic_utf8(self.topic)),
+                len(_properties_bytes(self.properties)), self.magic_code)
+        return self._store_size
+
+    @store_size.setter
+    def store_size(self, value):
+        self._store_size = value
+
+    @property
+    def msg_id(self):
+        """The offset message id (store host + commit-log offset)."""
+        return create_message_id(self.store_host, self.commit_log_offset)
+
+    @property
+    def tags(self):
+        return self.properties.get(PROPERTY_TAGS)
+
+    @property
+    def keys(self):
+        """The ``KEYS`` words (space-separated in the property), empty words dropped."""
+        return [k for k in self.properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k]
+
+    @property
+    def uniq_key(self):
+        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+    @property
+    def tags_code(self):
+        """The consume-queue tags code of an ordinary (non-delay) message."""
+        return tags_code(self.tags)
+
+    _FIELDS = ("store_size",) + __slots__[1:]
+
+    def fields(self):
+        """Every field as a dict, named as in the constructor."""
+        return {name: getattr(self, name) for name in self._FIELDS}
+
+    def __eq__(self, other):
+        return isinstance(other, MessageRecord) and self.fields() == other.fields()
+
+    def __repr__(self):
+        return "MessageRecord(%s)" % ", ".join(
+            "%s=%r" % (name, value if name != "body" else "<%d bytes>" % len(value))
+            for name, value in self.fields().items())
+
+
+def record_length(sys_flag, body_length, topic_length, properties_length,
+                  magic_code=MESSAGE_MAGIC_CODE):
+    """``calMsgLength``: 91 bytes of overhead with IPv4 hosts, +12 per IPv6 host,
+    +1 for the 2-byte topic length of a V2 record."""
+    return (91 + (12 if sys_flag & BORNHOST_V6_FLAG else 0)
+            + (12 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 0)
+            + (1 if magic_code == MESSAGE_MAGIC_CODE_V2 else 0)
+            + body_length + topic_length + properties_length)
+
+
+# -- declaration (the specification)
+
+def _host(ip_length):
+    return cs.Struct("address" / cs.Bytes(ip_length), "port" / cs.Int32sb)
+
+
+def _declared_length(ctx):
+    return record_length(ctx.sys_flag, len(ctx.body), len(ctx.topic), len(ctx.properties),
+                         ctx.magic_code)
+
+
+#: A commit-log record; ``topic`` and ``properties`` are the raw UTF-8 bytes (reference §3.2, §3.10).
+MESSAGE_RECORD = cs.Struct(
+    "total_size" / cs.Rebuild(cs.Int32sb, _declared_length),
+    "magic_code" / cs.OneOf(cs.Int32sb, [MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2]),
+    "body_crc" / cs.Int32sb,
+    "queue_id" / cs.Int32sb,
+    "flag" / cs.Int32sb,
+    "queue_offset" / cs.Int64sb,
+    "commit_log_offset" / cs.Int64sb,
+    "sys_flag" / cs.Int32sb,
+    "born_timestamp" / cs.Int64sb,
+    "born_host" / cs.IfThenElse(cs.this.sys_flag & BORNHOST_V6_FLAG, _host(16), _host(4)),
+    "store_timestamp" / cs.Int64sb,
+    "store_host" / cs.IfThenElse(cs.this.sys_flag & STOREHOSTADDRESS_V6_FLAG, _host(16), _host(4)),
+    "reconsume_times" / cs.Int32sb,
+    "prepared_transaction_offset" / cs.Int64sb,
+    "body" / cs.Prefixed(cs.Int32sb, cs.GreedyBytes),
+    "topic" / cs.IfThenElse(cs.this.magic_code == MESSAGE_MAGIC_CODE_V2,
+                            cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
+                            cs.Prefixed(cs.Int8sb, cs.GreedyBytes)),
+    "properties" / cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
+    cs.Check(cs.this.total_size == _declared_length),
+)
+
+#: The end-of-file blank: the bytes left in the segment, then the blank magic (reference §3.2).
+BLANK = cs.Struct("total_size" / cs.Int32sb, "magic_code" / cs.Const(BLANK_MAGIC_CODE, cs.Int32sb))
+
+
+def parse_record_declared(data):
+    """Decode one record through :data:`MESSAGE_RECORD` only."""
+    p = parse_or_raise(MESSAGE_RECORD, data)
+    return MessageRecord(
+        _topic_text(p.topic), p.body, string_to_properties(_text(p.properties)), p.queue_id, p.flag,
+        p.queue_offset, p.commit_log_offset, p.sys_flag, p.born_timestamp,
+        (_unpack_ip(p.born_host.address), p.born_host.port), p.store_timestamp,
+        (_unpack_ip(p.store_host.address), p.store_host.port), p.reconsume_times,
+        p.prepared_transaction_offset, p.body_crc, p.magic_code, p.total_size)
+
+
+def build_record_declared(record):
+    """Encode ``record`` through :data:`MESSAGE_RECORD` only."""
+    r = record
+    return build_or_raise(MESSAGE_RECORD, dict(
+        magic_code=r.magic_code, body_crc=r.body_crc, queue_id=r.queue_id, flag=r.flag,
+        queue_offset=r.queue_offset, commit_log_offset=r.commit_log_offset, sys_flag=r.sys_flag,
+        born_timestamp=r.born_timestamp,
+        born_host=dict(address=_pack_ip(r.born_host[0]), port=r.born_host[1]),
+        store_timestamp=r.store_timestamp,
+        store_host=dict(address=_pack_ip(r.store_host[0]), port=r.store_host[1]),
+        reconsume_times=r.reconsume_times, prepared_transaction_offset=r.prepared_transaction_offset,
+        body=r.body, topic=_topic_utf8(r.topic), properties=_properties_bytes(r.properties)))
+
+
+# -- fast path
+
+def _fixed_struct(born_ip, store_ip):
+    # TOTALSIZE .. PREPARED TRANSACTION OFFSET, then the body length.
+    return struct.Struct(">iiiiiqqiq%dsiq%dsiiqi" % (born_ip, store_ip))
+
+
+_FIXED = {
+    0: _fixed_struct(4, 4),
+    BORNHOST_V6_FLAG: _fixed_struct(16, 4),
+    STOREHOSTADDRESS_V6_FLAG: _fixed_struct(4, 16),
+    _HOST_FLAGS: _fixed_struct(16, 16),
+}
+_HEAD = struct.Struct(">ii")
+_SYS_FLAG = struct.Struct(">i")
+_SYS_FLAG_POSITION = 36
+_I16 = struct.Struct(">h")
+_MIN_RECORD_LENGTH = 91
+
+
+def encode_record(record):
+    """The stored bytes of ``record`` (``struct`` fast path of :data:`MESSAGE_RECORD`)."""
+    r = record
+    topic = _topic_utf8(r.topic)
+    props = _properties_bytes(r.properties)
+    body = r.body
+    sys_flag = r.sys_flag
+    if r.magic_code == MESSAGE_MAGIC_CODE:
+        if len(topic) > MAX_TOPIC_LENGTH_V1:
+            raise CodecError("topic of %d bytes needs the V2 magic code" % len(topic))
+        topic_head = bytes((len(topic),))
+    elif r.magic_code == MESSAGE_MAGIC_CODE_V2:
+        if len(topic) > 32767:
+            raise CodecError("topic of %d bytes is too long" % len(topic))
+        topic_head = _I16.pack(len(topic))
+    else:
+        raise BadMagicError("unknown magic code %r" % (r.magic_code,))
+    born, store = r.born_host, r.store_host
+    try:
+        head = _FIXED[sys_flag & _HOST_FLAGS].pack(
+            record_length(sys_flag, len(body), len(topic), len(props), r.magic_code),
+            r.magic_code, r.body_crc, r.queue_id, r.flag, r.queue_offset, r.commit_log_offset,
+            sys_flag, r.born_timestamp, _pack_ip(born[0]), born[1], r.store_timestamp,
+            _pack_ip(store[0]), store[1], r.reconsume_times, r.prepared_transaction_offset,
+            len(body))
+    except struct.error as exc:
+        raise CodecError("record field out of range: %s" % exc) from None
+    return b"".join((head, body, topic_head, topic, _I16.pack(len(props)), props))
+
+
+def decode_record(buffer, offset=0, check_crc=False):
+    """Decode the record at ``offset`` of ``buffer`` (``bytes``, ``bytearray``, ``memoryview``, ``mmap``).
+
+    Checks what the broker's recovery checks (``checkMessageAndReturnSize``): the magic
+    code, that TOTALSIZE equals the length recomputed from the fields, and with
+    ``check_crc`` the body CRC. Negative lengths are rejected outright. Raises
+    :class:`BadMagicError` for anything that is not a record (an end-of-file blank
+    included), :class:`TruncatedError` when the record runs past the buffer.
+    """
+    available = len(buffer) - offset
+    if available < 8:
+        raise TruncatedError("%d bytes cannot hold a record header" % max(available, 0))
+    total, magic = _HEAD.unpack_from(buffer, offset)
+    if magic != MESSAGE_MAGIC_CODE and magic != MESSAGE_MAGIC_CODE_V2:
+        raise BadMagicError("magic code 0x%08X is not a message record" % (magic & 0xFFFFFFFF))
+    if total < _MIN_RECORD_LENGTH:
+        raise CodecError("TOTALSIZE %d is below the minimum record length" % total)
+    if total > available:
+        raise TruncatedError("record of %d bytes but only %d available" % (total, available))
+    end = offset + total
+    (sys_flag,) = _SYS_FLAG.unpack_from(buffer, offset + _SYS_FLAG_POSITION)
+    fixed = _FIXED[sys_flag & _HOST_FLAGS]
+    pos = offset + fixed.size
+    if pos > end:
+        raise CodecError("TOTALSIZE %d too small for the fixed fields" % total)
+    (_, _, body_crc, queue_id, flag, queue_offset, commit_log_offset, _, born_timestamp,
+     born_ip, born_port, store_timestamp, store_ip, store_port, reconsume_times,
+     prepared_transaction_offset, body_length) = fixed.unpack_from(buffer, offset)
+    if body_length < 0 or pos + body_length > end:
+        raise CodecError("body length %d does not fit the record" % body_length)
+    body = bytes(buffer[pos:pos + body_length])
+    pos += body_length
+    if magic == MESSAGE_MAGIC_CODE:
+        if pos + 1 > end:
+            raise CodecError("record ends inside the topic length")
+        topic_length = buffer[pos]
+        if topic_length > MAX_TOPIC_LENGTH_V1:
+            raise CodecError("negative topic length %d" % (topic_length - 256))
+        pos += 1
+    else:
+        if pos + 2 > end:
+            raise CodecError("record ends inside the topic length")
+        (topic_length,) = _I16.unpack_from(buffer, pos)
+        if topic_length < 0:
+            raise CodecError("negative topic length %d" % topic_length)
+        pos += 2
+    if pos + topic_length + 2 > end:
+        raise CodecError("topic length %d does not fit the record" % topic_length)
+    topic = _topic_text(bytes(buffer[pos:pos + topic_length]))
+    pos += topic_length
+    (properties_length,) = _I16.unpack_from(buffer, pos)
+    pos += 2
+    if properties_length < 0 or pos + properties_length != end:
+        raise CodecError("TOTALSIZE %d does not match the fields (properties length %d)"
+                         % (total, properties_length))
+    properties = string_to_properties(_text(buffer[pos:end])) if properties_length else {}
+    if check_crc and masked_crc32(body) != body_crc:
+        raise ChecksumError("body CRC %d does not match %d" % (body_crc, masked_crc32(body)))
+    return MessageRecord(
+        topic, body, properties, queue_id, flag, queue_offset, commit_log_offset, sys_flag,
+        born_timestamp, (_unpack_ip(born_ip), born_port), store_timestamp,
+        (_unpack_ip(store_ip), store_port), reconsume_times, prepared_transaction_offset,
+        body_crc, magic, total)
+
+
+def uncompressed_body(record):
+    """The body with compression undone when the sysFlag says so (ZLIB only, §3.3)."""
+    if not record.sys_flag & COMPRESSED_FLAG:
+        return record.body
+    kind = record.sys_flag & COMPRESSION_TYPE_MASK
+    if kind not in (0, COMPRESSION_ZLIB_TYPE):
+        raise CodecError("compression type 0x%X is not supported" % kind)
+    try:
+        return zlib.decompress(record.body)
+    except zlib.error as exc:
+        raise CodecError("bad ZLIB body: %s" % exc) from None
+
+
+# ---------------------------------------------------------------- end-of-file blank and scanning
+
+def encode_blank(remaining):
+    """The 8-byte end-of-file blank declaring ``remaining`` bytes left in the segment."""
+    return _HEAD.pack(remaining, BLANK_MAGIC_CODE)
+
+
+def needs_blank(record_length_, remaining):
+    """Whether a record of ``record_length_`` bytes must go to the next segment instead."""
+    return record_length_ + END_FILE_MIN_BLANK_LENGTH > remaining
+
+
+class RecordScan:
+    """Walks the records of a commit-log segment the way the broker's recovery does.
+
+    Iterating yields :class:`MessageRecord` objects. When iteration ends, ``stop``
+    says why and ``position`` is the offset just after the last good record (the
+    point recovery truncates to):
+
+    * ``"blank"`` — an end-of-file blank at ``position`` (``blank_size`` bytes); the
+      segment is full and records continue in the next one;
+    * ``"empty"`` — a zeroed header (never-written space) or the buffer's end;
+    * ``"corrupt"`` — anything else; ``error`` holds the :class:`CodecError`.
+    """
+
+    def __init__(self, buffer, start=0, check_crc=False):
+        self.buffer = buffer
+        self.position = start
+        self.check_crc = check_crc
+        self.stop = None
+        self.blank_size = None
+        self.error = None
+
+    def __iter__(self):
+        buffer = self.buffer
+        size = len(buffer)
+        while True:
+            pos = self.position
+            if size - pos < 8:
+                if any(buffer[pos:size]):
+                    self._finish("corrupt", TruncatedError("%d stray bytes at the end" % (size - pos)))
+                else:
+                    self._finish("empty")
+                return
+            total, magic = _HEAD.unpack_from(buffer, pos)
+            if magic == BLANK_MAGIC_CODE:
+                self.blank_size = total
+                self._finish("blank")
+                return
+            if magic == 0 and total == 0:
+                self._finish("empty")
+                return
+            try:
+                record = decode_record(buffer, pos, self.check_crc)
+            except CodecError as exc:
+                self._finish("corrupt", exc)
+                return
+            self.position = pos + record.store_size
+            yield record
+
+    def _finish(self, stop, error=None):
+        self.stop = stop
+        self.error = error
+
+
+def iter_records(buffer, start=0, check_crc=False):
+    """A :class:`RecordScan` over ``buffer`` from ``start`` (see there)."""
+    return RecordScan(buffer, start, check_crc)
+
+
+# ---------------------------------------------------------------- client batch (§3.6)
+
+class Message:
+    """A client message as a batch carries it: flag, body, properties (``Message``)."""
+
+    __slots__ = ("body", "properties", "flag")
+
+    def __init__(self, body=b"", properties=None, flag=0):
+        self.body = body
+        self.properties = {} if properties is None else properties
+        self.flag = flag
+
+    def __eq__(self, other):
+        return (isinstance(other, Message) and self.body == other.body
+                and self.properties == other.properties and self.flag == other.flag)
+
+    def __repr__(self):
+        return "Message(body=<%d bytes>, properties=%r, flag=%r)" % (
+            len(self.body), self.properties, self.flag)
+
+
+def _batch_length(ctx):
+    return 22 + len(ctx.body) + len(ctx.properties)
+
+
+#: One message of a ``SEND_BATCH_MESSAGE`` body; magic and CRC are written as 0 (reference §3.6).
+BATCH_ITEM = cs.Struct(
+    "total_size" / cs.Rebuild(cs.Int32sb, _batch_length),
+    "magic_code" / cs.Int32sb,
+    "body_crc" / cs.Int32sb,
+    "flag" / cs.Int32sb,
+    "body" / cs.Prefixed(cs.Int32sb, cs.GreedyBytes),
+    "properties" / cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
+    cs.Check(cs.this.total_size == _batch_length),
+)
+#: A whole batch body: batch messages up to the end.
+BATCH = cs.Struct("messages" / cs.GreedyRange(BATCH_ITEM), cs.Terminated)
+
+_BATCH_HEAD = struct.Struct(">iiiii")
+
+
+def encode_batch(messages):
+    """``encodeMessages``: the concatenated batch records of ``messages`` (fast path)."""
+    parts = []
+    for m in messages:
+        props = _properties_bytes(m.properties)
+        body = m.body
+        try:
+            parts.append(_BATCH_HEAD.pack(22 + len(body) + len(props), 0, 0, m.flag, len(body)))
+        except struct.error as exc:
+            raise CodecError("batch field out of range: %s" % exc) from None
+        parts += (body, _I16.pack(len(props)), props)
+    return b"".join(parts)
+
+
+def decode_batch(data):
+    """``decodeMessages``: the :class:`Message` list of a batch body (fast path).
+
+    Stricter than Java, which ignores TOTALSIZE: each TOTALSIZE must match its fields.
+    """
+    messages = []
+    pos, end = 0, len(data)
+    while pos < end:
+        if end - pos < 22:
+            raise TruncatedError("%d bytes cannot hold a batch message" % (end - pos))
+        total, _, _, flag, body_length = _BATCH_HEAD.unpack_from(data, pos)
+        start = pos
+        pos += 20
+        if body_length < 0 or pos + body_length + 2 > end:
+            raise CodecError("batch body length %d does not fit" % body_length)
+        body = bytes(data[pos:pos + body_length])
+        pos += body_length
+        (properties_length,) = _I16.unpack_from(data, pos)
+        pos += 2
+        if properties_length < 0 or pos + properties_length > end:
+            raise CodecError("batch properties length %d does not fit" % properties_length)
+        properties = string_to_properties(_text(data[pos:pos + properties_length]))
+        pos += properties_length
+        if total != pos - start:
+            raise CodecError("batch TOTALSIZE %d does not match %d" % (total, pos - start))
+        messages.append(Message(body, properties, flag))
+    return messages
+
+
+def parse_batch_declared(data):
+    """Decode a batch body through :data:`BATCH` only."""
+    items = parse_or_raise(BATCH, data).messages
+    return [Message(i.body, string_to_properties(_text(i.properties)), i.flag) for i in items]
+
+
+def build_batch_declared(messages):
+    """Encode ``messages`` through :data:`BATCH` only."""
+    return build_or_raise(BATCH, dict(messages=[
+        dict(magic_code=0, body_crc=0, flag=m.flag, body=m.body,
+             properties=_properties_bytes(m.properties)) for m in messages]))
