@@ -1,0 +1,103 @@
+"""Declared settings with RocketMQ's property names, types and defaults.
+
+A service declares its settings once; the same declaration gives typed values from a
+Java ``.properties`` file and the command line, and the ``--help`` text of ``twistd``.
+Unknown property names are returned, not fatal, as Java's ``MixAll.properties2Object``
+ignores them.
+"""
+
+from twisted.python import usage
+
+from rmqproto.config.javaprops import load_properties
+from rmqproto.errors import RmqError
+
+__all__ = ["ConfigError", "Setting", "Settings"]
+
+
+class ConfigError(RmqError):
+    """A setting has a value its type does not allow."""
+
+
+def _parse_bool(text):
+    # Java's Boolean.parseBoolean: "true" in any case is true, anything else false.
+    return text.strip().lower() == "true"
+
+
+_PARSERS = {bool: _parse_bool, int: lambda t: int(t.strip()), float: lambda t: float(t.strip()),
+            str: lambda t: t.strip()}
+
+
+class Setting:
+    """One setting: its Java property name, default, help text and (optional) allowed values."""
+
+    def __init__(self, name, default, doc, kind=None, choices=None):
+        self.name = name
+        self.default = default
+        self.doc = doc
+        self.kind = kind or type(default)
+        self.choices = choices
+
+    def parse(self, text):
+        """The typed value of ``text`` (values that are already typed pass through)."""
+        if not isinstance(text, str):
+            value = text
+        else:
+            try:
+                value = _PARSERS[self.kind](text)
+            except ValueError:
+                raise ConfigError("%s: %r is not a valid %s" % (
+                    self.name, text, self.kind.__name__)) from None
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError("%s: %r is not one of %s" % (self.name, value,
+                                                           ", ".join(map(str, self.choices))))
+        return value
+
+
+class Settings:
+    """A named collection of :class:`Setting` declarations."""
+
+    def __init__(self, *settings):
+        self.by_name = {s.name: s for s in settings}
+
+    def resolve(self, *sources):
+        """Typed values: defaults, then each mapping of ``sources`` in turn (later wins).
+
+        Returns ``(values, unknown)`` where ``unknown`` lists property names no setting has.
+        """
+        values = {name: s.default for name, s in self.by_name.items()}
+        unknown = []
+        for source in sources:
+            for name, text in source.items():
+                setting = self.by_name.get(name)
+                if setting is None:
+                    unknown.append(name)
+                else:
+                    values[name] = setting.parse(text)
+        return values, unknown
+
+    def options(self, synopsis, description):
+        """A ``usage.Options`` class: ``--configFile/-c`` plus one option per setting.
+
+        After parsing, ``options.values`` holds the typed values (file, then command line)
+        and ``options.unknown`` the unrecognised property names of the file.
+        """
+        settings = self
+
+        class Options(usage.Options):
+            optParameters = [["configFile", "c", None,
+                              "Java .properties file with these settings (e.g. an existing "
+                              "broker.conf / namesrv.properties), read before the options below"]]
+            optParameters += [[s.name, None, None, "%s [default: %s]" % (s.doc, s.default)]
+                              for s in settings.by_name.values()]
+
+            def postOptions(self):
+                from_file = load_properties(self["configFile"]) if self["configFile"] else {}
+                given = {name: self[name] for name in settings.by_name if self[name] is not None}
+                try:
+                    self.values, self.unknown = settings.resolve(from_file, given)
+                except ConfigError as exc:
+                    raise usage.UsageError(str(exc)) from None
+
+        Options.synopsis = synopsis
+        Options.longdesc = description
+        return Options

@@ -1,0 +1,47 @@
+"""Declared settings: typed values from files and the command line, help text, errors."""
+
+import pytest
+from twisted.python import usage
+
+from rmqproto.config import ConfigError, Setting, Settings
+
+SETTINGS = Settings(
+    Setting("listenPort", 9876, "port to listen on"),
+    Setting("orderMessageEnable", False, "serve ORDER_TOPIC_CONFIG"),
+    Setting("brokerRole", "ASYNC_MASTER", "role", choices=("ASYNC_MASTER", "SLAVE")),
+)
+
+
+def test_defaults_then_sources_in_order():
+    values, unknown = SETTINGS.resolve({"listenPort": "1", "x": "y"}, {"listenPort": "2"})
+    assert values == {"listenPort": 2, "orderMessageEnable": False, "brokerRole": "ASYNC_MASTER"}
+    assert unknown == ["x"]
+
+
+def test_java_boolean_parsing():
+    values, _ = SETTINGS.resolve({"orderMessageEnable": "TRUE"})
+    assert values["orderMessageEnable"] is True
+    values, _ = SETTINGS.resolve({"orderMessageEnable": "yes"})
+    assert values["orderMessageEnable"] is False
+
+
+@pytest.mark.parametrize("source", [{"listenPort": "abc"}, {"brokerRole": "MASTER"}])
+def test_bad_values_are_config_errors(source):
+    with pytest.raises(ConfigError):
+        SETTINGS.resolve(source)
+
+
+def test_options_read_file_then_command_line(tmp_path):
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text("listenPort=1000\norderMessageEnable=true\nunknownThing=1\n")
+    options = SETTINGS.options("[options]", "test")()
+    options.parseOptions(["-c", str(conf), "--listenPort", "2000"])
+    assert options.values["listenPort"] == 2000
+    assert options.values["orderMessageEnable"] is True
+    assert options.unknown == ["unknownThing"]
+    assert "listenPort" in str(options) and "[default: 9876]" in str(options)
+
+
+def test_options_reject_bad_values():
+    with pytest.raises(usage.UsageError):
+        SETTINGS.options("", "")().parseOptions(["--listenPort", "x"])
