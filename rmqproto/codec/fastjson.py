@@ -12,11 +12,19 @@ Writing rules, checked against fastjson 1.2.69 (the version RocketMQ 4.9.8 ships
   leave everything else as UTF-8;
 * with ``browser_compatible`` (the NameServer's "standard JSON" route answers) every
   non-ASCII character and ``/`` are escaped too, and map keys are always quoted;
-* maps with integer keys are written with *unquoted* keys (``{0:"a"}``) unless
-  ``browser_compatible`` is set.
+* maps with integer keys are written with *unquoted* keys (``{0:"a"}``) and maps
+  keyed by beans with the key object itself (``{{"queueId":0}:1}``, see
+  :class:`ObjectKey`); with ``browser_compatible`` such keys become strings holding
+  their default-mode JSON (``{"0":"a"}``), and integers beyond +-(2**53 - 1) are
+  written as strings;
+* ``sort_maps`` (``SerializerFeature.MapSortField``) orders every map by key, numbers
+  numerically and strings by UTF-16 code units, like ``java.util.TreeMap``;
+* doubles are written as ``Double.toString`` would (shortest digits, ``1.0E10``);
+  NaN and the infinities as ``null``.
 
-Reading accepts standard JSON and fastjson's unquoted integer keys. Every failure
-raises :class:`~rmqproto.errors.MalformedHeaderError` (a ``CodecError``).
+Reading accepts standard JSON, fastjson's unquoted integer keys and object keys
+(returned as :class:`ObjectKey`). Every failure raises
+:class:`~rmqproto.errors.MalformedHeaderError` (a ``CodecError``).
 """
 
 import re
@@ -26,7 +34,7 @@ import orjson
 from rmqproto.codec.javalang import java_string_hash
 from rmqproto.errors import CodecError, MalformedHeaderError
 
-__all__ = ["bean", "dumps", "loads", "java_hashmap_order"]
+__all__ = ["bean", "dumps", "loads", "java_hashmap_order", "java_double_str", "ObjectKey"]
 
 
 def bean(**fields):
@@ -61,54 +69,146 @@ def _quote(text, browser_compatible):
     return '"' + escaped + '"'
 
 
-def _key(key, browser_compatible):
-    if isinstance(key, bool) or not isinstance(key, (str, int)):
-        raise CodecError("JSON map key must be str or int, not %r" % (key,))
-    if isinstance(key, int) and not browser_compatible:
-        return str(key)
-    return _quote(str(key), browser_compatible)
+class ObjectKey:
+    """A map key that is itself a JSON object, as fastjson writes ``Map<MessageQueue, …>``.
+
+    Hashable and immutable; ``members`` is the key's object (a bean-ordered dict).
+    """
+
+    __slots__ = ("members", "_hash")
+
+    def __init__(self, members):
+        self.members = dict(members)
+        self._hash = hash(dumps(self.members, sort_maps=True))
+
+    def __eq__(self, other):
+        return isinstance(other, ObjectKey) and self.members == other.members
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        return "ObjectKey(%r)" % (self.members,)
 
 
-def _write(value, out, browser_compatible):
-    if isinstance(value, str):
-        out.append(_quote(value, browser_compatible))
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif value is None:
-        out.append("null")
-    elif isinstance(value, int):
-        out.append(str(value))
-    elif isinstance(value, float):
-        out.append(repr(value))
-    elif isinstance(value, dict):
+_MAX_SAFE_INTEGER = (1 << 53) - 1
+
+
+def java_double_str(value):
+    """``Double.toString``-style text of ``value`` as fastjson's RyuDouble writes it."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return "null"
+    text = repr(float(value))
+    sign = "-" if text.startswith("-") else ""
+    mantissa, _, exponent = text.lstrip("-").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    # decimal exponent of the first significant digit
+    if whole.strip("0"):
+        exp = len(whole.lstrip("0")) - 1
+    else:
+        exp = -(len(fraction) - len(fraction.lstrip("0")) + 1)
+    exp += int(exponent or 0)
+    digits = digits.rstrip("0") or "0"
+    if digits == "0":
+        return sign + "0.0"
+    if -3 <= exp < 7:
+        if exp < 0:
+            return sign + "0." + "0" * (-exp - 1) + digits
+        point = exp + 1
+        integral = digits[:point].ljust(point, "0")
+        return sign + integral + "." + (digits[point:] or "0")
+    return sign + digits[0] + "." + (digits[1:] or "0") + "E" + str(exp)
+
+
+def _java_sort_key(key):
+    if isinstance(key, str):
+        return key.encode("utf-16-be", "surrogatepass")
+    return key
+
+
+class _Writer:
+    __slots__ = ("out", "browser_compatible", "sort_maps")
+
+    def __init__(self, browser_compatible, sort_maps):
+        self.out = []
+        self.browser_compatible = browser_compatible
+        self.sort_maps = sort_maps
+
+    def key(self, key):
+        if isinstance(key, str):
+            return _quote(key, self.browser_compatible)
+        if isinstance(key, ObjectKey):
+            text = dumps(key.members).decode("utf-8")
+        elif isinstance(key, int) and not isinstance(key, bool):
+            text = str(key)
+        else:
+            raise CodecError("JSON map key must be str, int or ObjectKey, not %r" % (key,))
+        return _quote(text, True) if self.browser_compatible else text
+
+    def value(self, value):
+        out = self.out
+        if isinstance(value, str):
+            out.append(_quote(value, self.browser_compatible))
+        elif value is True:
+            out.append("true")
+        elif value is False:
+            out.append("false")
+        elif value is None:
+            out.append("null")
+        elif isinstance(value, int):
+            if self.browser_compatible and not -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
+                out.append('"%d"' % value)
+            else:
+                out.append(str(value))
+        elif isinstance(value, float):
+            out.append(java_double_str(value))
+        elif isinstance(value, dict):
+            self.map(value)
+        elif isinstance(value, (list, tuple)):
+            out.append("[")
+            for i, item in enumerate(value):
+                if i:
+                    out.append(",")
+                self.value(item)
+            out.append("]")
+        else:
+            raise CodecError("cannot write %r as JSON" % (type(value).__name__,))
+
+    def map(self, value):
+        items = value.items()
+        if self.sort_maps:
+            try:
+                items = sorted(items, key=lambda item: _java_sort_key(item[0]))
+            except TypeError:  # keys TreeMap cannot compare: fastjson keeps the map as it is
+                pass
+        out = self.out
         out.append("{")
         first = True
-        for key, item in value.items():
+        for key, item in items:
+            if item is None:  # fastjson leaves null map values out
+                continue
             if not first:
                 out.append(",")
             first = False
-            out.append(_key(key, browser_compatible))
+            out.append(self.key(key))
             out.append(":")
-            _write(item, out, browser_compatible)
+            self.value(item)
         out.append("}")
-    elif isinstance(value, (list, tuple)):
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(",")
-            _write(item, out, browser_compatible)
-        out.append("]")
-    else:
-        raise CodecError("cannot write %r as JSON" % (type(value).__name__,))
 
 
-def dumps(value, browser_compatible=False):
-    """Encode ``value`` (dicts, lists, str, int, float, bool, None) as fastjson would, as bytes."""
-    out = []
-    _write(value, out, browser_compatible)
-    return "".join(out).encode("utf-8")
+def dumps(value, browser_compatible=False, sort_maps=False):
+    """Encode ``value`` (dicts, lists, str, int, float, bool, None) as fastjson would, as bytes.
+
+    ``browser_compatible`` and ``sort_maps`` mirror ``SerializerFeature.BrowserCompatible``
+    and ``MapSortField``; the NameServer's standard-JSON answers use both.
+    """
+    writer = _Writer(browser_compatible, sort_maps)
+    writer.value(value)
+    try:
+        return "".join(writer.out).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CodecError("text cannot be written as UTF-8: %s" % (exc,)) from None
 
 
 # Tokens outside strings: a string literal is matched whole, so a key pattern can
@@ -125,16 +225,133 @@ def _quote_numeric_keys(data):
     return _UNQUOTED_KEY.sub(fix, data)
 
 
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
+_LITERALS = {"true": True, "false": False, "null": None}
+_MAX_DEPTH = 512
+
+
+class _Reader:
+    """Recursive-descent reader of fastjson's dialect: standard JSON plus non-string keys."""
+
+    __slots__ = ("text", "pos")
+
+    def __init__(self, text):
+        self.text = text
+        self.pos = 0
+
+    def fail(self, what):
+        raise MalformedHeaderError("invalid JSON: %s at offset %d" % (what, self.pos))
+
+    def skip(self):
+        self.pos = _WS.match(self.text, self.pos).end()
+
+    def document(self):
+        value = self.value(0)
+        self.skip()
+        if self.pos != len(self.text):
+            self.fail("trailing data")
+        return value
+
+    def value(self, depth):
+        if depth > _MAX_DEPTH:
+            self.fail("nesting too deep")
+        self.skip()
+        text, pos = self.text, self.pos
+        char = text[pos:pos + 1]
+        if char == "{":
+            return self.object(depth)
+        if char == "[":
+            return self.array(depth)
+        if char == '"':
+            return self.string()
+        for word, literal in _LITERALS.items():
+            if text.startswith(word, pos):
+                self.pos = pos + len(word)
+                return literal
+        match = _NUMBER.match(text, pos)
+        if not match:
+            self.fail("unexpected character")
+        self.pos = match.end()
+        if match.group(1) or match.group(2):
+            return float(match.group(0))
+        return int(match.group(0))
+
+    def string(self):
+        match = _STRING.match(self.text, self.pos)
+        if not match:
+            self.fail("bad string")
+        self.pos = match.end()
+        try:
+            return orjson.loads(match.group(0).encode("utf-8", "surrogatepass"))
+        except orjson.JSONDecodeError:
+            self.fail("bad string escape")
+
+    def object(self, depth):
+        self.pos += 1
+        result = {}
+        self.skip()
+        if self.text.startswith("}", self.pos):
+            self.pos += 1
+            return result
+        while True:
+            self.skip()
+            key = self.value(depth + 1)
+            if isinstance(key, dict):
+                key = ObjectKey(key)
+            elif isinstance(key, (list, float)) or key is None or isinstance(key, bool):
+                self.fail("unsupported map key")
+            self.skip()
+            if not self.text.startswith(":", self.pos):
+                self.fail("expected ':'")
+            self.pos += 1
+            result[key] = self.value(depth + 1)
+            self.skip()
+            char = self.text[self.pos:self.pos + 1]
+            self.pos += 1
+            if char == "}":
+                return result
+            if char != ",":
+                self.fail("expected ',' or '}'")
+
+    def array(self, depth):
+        self.pos += 1
+        result = []
+        self.skip()
+        if self.text.startswith("]", self.pos):
+            self.pos += 1
+            return result
+        while True:
+            result.append(self.value(depth + 1))
+            self.skip()
+            char = self.text[self.pos:self.pos + 1]
+            self.pos += 1
+            if char == "]":
+                return result
+            if char != ",":
+                self.fail("expected ',' or ']'")
+
+
 def loads(data):
-    """Decode JSON bytes written by fastjson (standard JSON or unquoted integer keys)."""
+    """Decode JSON bytes written by fastjson.
+
+    Standard JSON goes straight to orjson; unquoted integer keys are read as strings
+    (``"0"``), object keys as :class:`ObjectKey`; typed decoders convert them back.
+    """
     try:
         return orjson.loads(data)
     except (orjson.JSONDecodeError, TypeError):
         pass
     try:
         return orjson.loads(_quote_numeric_keys(bytes(data)))
-    except (orjson.JSONDecodeError, TypeError, ValueError) as exc:
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        pass
+    try:
+        text = bytes(data).decode("utf-8")
+    except (UnicodeDecodeError, TypeError, ValueError) as exc:
         raise MalformedHeaderError("invalid JSON: %s" % (exc,)) from None
+    return _Reader(text).document()
 
 
 def _java_key_hash(key, long_keys):
