@@ -6,6 +6,7 @@ from twisted.internet.testing import StringTransport
 
 from rmqproto.codec.frame import FrameDecoder, RemotingCommand, decode_frame, encode_frame
 from rmqproto.remoting import RemotingFactory, RequestDispatcher
+from rmqproto.remoting.dispatch import SUCCESS
 
 
 class RecordingTransport(StringTransport):
@@ -80,3 +81,39 @@ def run_reactor(scenario, timeout=10.0):
     if isinstance(outcome[0], Failure):
         outcome[0].raiseException()
     return outcome[0]
+
+
+def peer_dispatcher():
+    """Processors mirroring the Java ``RemotingPeer server`` (codes 7, 8, 9, 10, 30).
+
+    7 echoes ext fields and body, 8 records oneway requests in ``dispatcher.sunk``,
+    9 answers how many arrived, 10 raises, 30 calls the caller back with code 40 on
+    the same connection and answers with the callback's body.
+    """
+    dispatcher = RequestDispatcher()
+    dispatcher.sunk = []
+
+    def sink(req, ctx):
+        dispatcher.sunk.append(req)
+
+    def fail(req, ctx):
+        raise RuntimeError("boom")
+
+    def call_back(req, ctx):
+        return ctx.connection.send_request(RemotingCommand(40, body=req.body)).addCallback(
+            lambda answer: req.response(answer.code, remark=answer.remark, body=answer.body))
+
+    dispatcher.register(7, lambda req, ctx: req.response(
+        SUCCESS, ext_fields=req.ext_fields, body=req.body))
+    dispatcher.register(8, sink)
+    dispatcher.register(9, lambda req, ctx: req.response(SUCCESS, body=b"%d" % len(dispatcher.sunk)))
+    dispatcher.register(10, fail)
+    dispatcher.register(30, call_back)
+    return dispatcher
+
+
+def serve(reactor, dispatcher):
+    """Listen on a free port of 127.0.0.1; (factory, listening port, "host:port")."""
+    factory = RemotingFactory(dispatcher, reactor)
+    port = reactor.listenTCP(0, factory, interface="127.0.0.1")
+    return factory, port, "127.0.0.1:%d" % port.getHost().port
