@@ -220,3 +220,22 @@ def test_factory_tracks_connections_and_runs_hooks():
     assert wire.factory.connections == {wire.protocol}
     assert second.context.peer == "192.168.1.1:54321"
 
+
+
+def test_opaques_wrap_like_a_java_int(monkeypatch):
+    import itertools
+
+    from rmqproto.remoting import protocol
+
+    monkeypatch.setattr(protocol, "_opaques", itertools.count(2**31 - 1))
+    assert [protocol.next_opaque() for _ in range(3)] == [2**31 - 1, -2**31, -2**31 + 1]
+
+
+def test_client_rejects_a_bad_address():
+    from twisted.internet.task import Clock
+
+    from rmqproto.remoting import RemotingClient, parse_address
+
+    assert parse_address("10.0.0.1:9876") == ("10.0.0.1", 9876)
+    failed = results_of(RemotingClient(Clock()).invoke("no-port", request(105)))
+    assert isinstance(failed[0].value, RemotingConnectionError)
