@@ -63,6 +63,7 @@ class RemotingProtocol(Protocol):
         self._pending = {}  # opaque -> (Deferred, IDelayedCall)
         self._batch = None  # frames to write at the end of the current dataReceived
         self._open = False
+        self.last_activity = reactor.seconds()  # last read or write, for idle-connection reaping
 
     # ------------------------------------------------------------ connection
 
@@ -103,6 +104,7 @@ class RemotingProtocol(Protocol):
     def dataReceived(self, data):
         if not self._open:
             return
+        self.last_activity = self.reactor.seconds()
         self._batch = []
         try:
             for frame in self._decoder.feed(data):
@@ -187,6 +189,7 @@ class RemotingProtocol(Protocol):
     # ------------------------------------------------------------ writing
 
     def _write(self, frame):
+        self.last_activity = self.reactor.seconds()
         if self._batch is not None:
             self._batch.append(frame)
         elif self._open:

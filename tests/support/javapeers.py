@@ -86,7 +86,8 @@ class JavaProcess:
         return self.popen.returncode
 
     def output(self):
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def kill(self, sig=signal.SIGKILL):

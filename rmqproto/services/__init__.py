@@ -1,0 +1,1 @@
+"""Twisted services composing the codecs, pure logic and adapters into runnable servers."""

@@ -1,0 +1,127 @@
+"""``twistd rmq-nameserver``: the NameServer service (reference §2.2, §6).
+
+Settings use Java's names (``NamesrvConfig`` / ``NettyServerConfig``), so a Java
+``namesrv.properties`` can be passed unchanged with ``-c``. Two settings have no Java
+property (Java hard-codes them): ``scanNotActiveBrokerInterval`` (the RocketMQ 5 name)
+and ``brokerChannelExpiredTime`` (named after Java's constant).
+"""
+
+import os
+
+from twisted.application import internet, service
+from twisted.internet import task
+from twisted.logger import Logger
+
+from rmqproto.config import Setting, Settings, dump_properties
+from rmqproto.namesrv.kvconfig import KVConfig
+from rmqproto.namesrv.processor import NameServerProcessor
+from rmqproto.namesrv.routeinfo import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
+from rmqproto.remoting import RemotingFactory, RequestDispatcher
+
+__all__ = ["SETTINGS", "NameServerService", "Options", "makeService"]
+
+log = Logger()
+
+_HOME = os.path.expanduser("~")
+
+SETTINGS = Settings(
+    Setting("listenPort", 9876, "port of the NameServer"),
+    Setting("bindAddress", "0.0.0.0", "address to listen on"),
+    Setting("kvConfigPath", os.path.join(_HOME, "namesrv", "kvConfig.json"),
+            "file keeping the KV config (Java's kvConfig.json)"),
+    Setting("configStorePath", os.path.join(_HOME, "namesrv", "namesrv.properties"),
+            "file where UPDATE_NAMESRV_CONFIG persists the settings"),
+    Setting("orderMessageEnable", False, "add ORDER_TOPIC_CONFIG entries to topic routes"),
+    Setting("scanNotActiveBrokerInterval", 10_000, "milliseconds between scans for dead brokers"),
+    Setting("brokerChannelExpiredTime", BROKER_CHANNEL_EXPIRED_TIME,
+            "milliseconds without a heartbeat after which a broker is dropped"),
+    Setting("serverChannelMaxIdleTimeSeconds", 120,
+            "seconds after which an idle connection is closed"),
+)
+
+
+class NameServerService(service.MultiService):
+    """The route registry served over remoting, with broker expiry and KV persistence."""
+
+    def __init__(self, config, reactor=None):
+        super().__init__()
+        if reactor is None:
+            from twisted.internet import reactor
+        self.config = config
+        self.reactor = reactor
+        self.route_info = RouteInfoManager(expired_time=config["brokerChannelExpiredTime"])
+        self.kv_config = KVConfig()
+        self.dispatcher = RequestDispatcher()
+        self.processor = NameServerProcessor(
+            self.route_info, self.kv_config, config, SETTINGS, reactor,
+            persist_kv=lambda: self.kv_config.persist(config["kvConfigPath"]),
+            persist_config=self._persist_config)
+        self.processor.register_with(self.dispatcher)
+        self.factory = RemotingFactory(self.dispatcher, reactor)
+        self.factory.connection_lost_hooks.append(self._connection_lost)
+        self.listener = internet.TCPServer(config["listenPort"], self.factory,
+                                           interface=config["bindAddress"], reactor=reactor)
+        self.listener.setServiceParent(self)
+        self.scan = task.LoopingCall(self.scan_not_active_brokers)
+        self.scan.clock = reactor
+        self.idle = task.LoopingCall(self.close_idle_connections)
+        self.idle.clock = reactor
+
+    def startService(self):
+        self.kv_config.load(self.config["kvConfigPath"])
+        super().startService()
+        self.scan.start(self.config["scanNotActiveBrokerInterval"] / 1000.0, now=False)
+        self.idle.start(1.0, now=False)
+        log.info("The Name Server boot success. listenPort={port}", port=self.config["listenPort"])
+
+    def stopService(self):
+        for loop in (self.scan, self.idle):
+            if loop.running:
+                loop.stop()
+        for connection in list(self.factory.connections):
+            connection.close()
+        log.info("The Name Server shut down")
+        return super().stopService()
+
+    @property
+    def port(self):
+        """The port actually listened on (useful with ``listenPort=0``)."""
+        return self.listener._port.getHost().port
+
+    def scan_not_active_brokers(self):
+        now = int(self.reactor.seconds() * 1000)
+        for addr, connection in self.route_info.scan_not_active_brokers(now):
+            log.warn("The broker channel expired, {addr} {ms}ms", addr=addr,
+                     ms=self.route_info.expired_time)
+            if connection is not None:
+                connection.close()
+
+    def close_idle_connections(self):
+        limit = self.reactor.seconds() - self.config["serverChannelMaxIdleTimeSeconds"]
+        for connection in list(self.factory.connections):
+            if connection.last_activity < limit:
+                log.info("closing idle connection {peer}", peer=connection.peer)
+                connection.close()
+
+    def _connection_lost(self, connection, reason):
+        removed = self.route_info.on_connection_closed(connection.peer, connection)
+        if removed is not None:
+            log.info("the broker's channel destroyed, {addr}, clean it's data structure at once",
+                     addr=removed)
+
+    def _persist_config(self):
+        path = self.config["configStorePath"]
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="latin-1") as fh:
+            fh.write(dump_properties(self.config))
+
+
+Options = SETTINGS.options(
+    "[options]", "Run an Apache RocketMQ compatible NameServer (defaults: port 9876).")
+
+
+def makeService(options):
+    """Build the NameServer from parsed :data:`Options` (the twistd entry point)."""
+    for name in options.unknown:
+        log.warn("ignoring unknown NameServer setting {name}", name=name)
+    return NameServerService(options.values)
