@@ -28,21 +28,10 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from rmqproto.codec.codes import CURRENT_VERSION, ResponseCode
 from rmqproto.codec.frame import FLAG_RESPONSE, RemotingCommand, encode_frame
 
-__all__ = [
-    "V4_9_8", "SUCCESS", "SYSTEM_ERROR", "SYSTEM_BUSY", "REQUEST_CODE_NOT_SUPPORTED",
-    "REJECT_REQUEST_REMARK", "RequestContext", "RequestDispatcher", "exception_remark",
-]
-
-#: ``MQVersion.Version.V4_9_8.ordinal()``, what RocketMQ 4.9.8 servers put in ``version`` (§1.6).
-V4_9_8 = 409
-
-# RemotingSysResponseCode (reference §1.9).
-SUCCESS = 0
-SYSTEM_ERROR = 1
-SYSTEM_BUSY = 2
-REQUEST_CODE_NOT_SUPPORTED = 3
+__all__ = ["REJECT_REQUEST_REMARK", "RequestContext", "RequestDispatcher", "exception_remark"]
 
 REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 
@@ -92,7 +81,7 @@ class RequestDispatcher:
     firing with one (or ``None``), or ``None`` when nothing is to be sent.
     """
 
-    def __init__(self, version=V4_9_8):
+    def __init__(self, version=CURRENT_VERSION):
         self.version = version
         self.default_processor = None
         self._processors = {}
@@ -115,10 +104,10 @@ class RequestDispatcher:
         if processor is None:
             remark = " request type %d not supported" % request.code
             log.warn("{peer}{remark}", peer=context.peer, remark=remark)
-            return self._answer(request, REQUEST_CODE_NOT_SUPPORTED, remark)
+            return self._answer(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark)
         reject = getattr(processor, "reject_request", None)
         if reject is not None and reject():
-            return self._answer(request, SYSTEM_BUSY, REJECT_REQUEST_REMARK)
+            return self._answer(request, ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
         try:
             result = processor(request, context)
             if not isinstance(result, Deferred):
@@ -143,9 +132,9 @@ class RequestDispatcher:
 
     def _failed(self, request, failure):
         log.failure("process request exception, code {code}", failure, code=request.code)
-        return self._answer(request, SYSTEM_ERROR, exception_remark(failure.value))
+        return self._answer(request, ResponseCode.SYSTEM_ERROR, exception_remark(failure.value))
 
     def _answer(self, request, code, remark):
         if request.is_oneway:
             return None
-        return encode_frame(request.response(code, remark=remark, version=self.version))
+        return encode_frame(request.response(int(code), remark=remark, version=self.version))

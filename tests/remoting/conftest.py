@@ -6,7 +6,7 @@ from twisted.internet.testing import StringTransport
 
 from rmqproto.codec.frame import FrameDecoder, RemotingCommand, decode_frame, encode_frame
 from rmqproto.remoting import RemotingFactory, RequestDispatcher
-from rmqproto.remoting.dispatch import SUCCESS
+from rmqproto.codec.codes import ResponseCode as R
 
 
 class RecordingTransport(StringTransport):
@@ -104,9 +104,9 @@ def peer_dispatcher():
             lambda answer: req.response(answer.code, remark=answer.remark, body=answer.body))
 
     dispatcher.register(7, lambda req, ctx: req.response(
-        SUCCESS, ext_fields=req.ext_fields, body=req.body))
+        R.SUCCESS, ext_fields=req.ext_fields, body=req.body))
     dispatcher.register(8, sink)
-    dispatcher.register(9, lambda req, ctx: req.response(SUCCESS, body=b"%d" % len(dispatcher.sunk)))
+    dispatcher.register(9, lambda req, ctx: req.response(R.SUCCESS, body=b"%d" % len(dispatcher.sunk)))
     dispatcher.register(10, fail)
     dispatcher.register(30, call_back)
     return dispatcher

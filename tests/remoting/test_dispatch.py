@@ -4,9 +4,9 @@ from twisted.internet.defer import Deferred
 
 from rmqproto.codec.frame import (
     FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, decode_frame)
-from rmqproto.remoting.dispatch import (
-    REQUEST_CODE_NOT_SUPPORTED, SUCCESS, SYSTEM_BUSY, SYSTEM_ERROR, V4_9_8, RequestContext,
-    RequestDispatcher, exception_remark)
+from rmqproto.codec.codes import CURRENT_VERSION, ResponseCode as R
+from rmqproto.remoting.dispatch import RequestContext, RequestDispatcher, exception_remark
+
 
 from conftest import request
 
@@ -18,7 +18,7 @@ def answer(frame):
 
 
 def echo(req, context):
-    return req.response(SUCCESS, remark=context.peer, ext_fields=req.ext_fields, body=req.body)
+    return req.response(R.SUCCESS, remark=context.peer, ext_fields=req.ext_fields, body=req.body)
 
 
 def test_dispatch_by_code_fills_in_the_response_fields():
@@ -29,8 +29,8 @@ def test_dispatch_by_code_fills_in_the_response_fields():
                       language="PYTHON", version=3, serialize_type=serialize_type)
         resp = answer(dispatcher.dispatch(req, CONTEXT))
         assert (resp.code, resp.opaque, resp.flag, resp.serialize_type) == (
-            SUCCESS, 77, FLAG_RESPONSE, serialize_type)
-        assert (resp.language, resp.version) == ("JAVA", V4_9_8)
+            R.SUCCESS, 77, FLAG_RESPONSE, serialize_type)
+        assert (resp.language, resp.version) == ("JAVA", CURRENT_VERSION)
         assert (resp.ext_fields, resp.body, resp.remark) == ({"topic": "T"}, b"xy", "10.0.0.1:1234")
 
 
@@ -42,7 +42,7 @@ def test_configured_version_and_default_processor():
 
 def test_unknown_code_is_not_supported_with_java_remark():
     resp = answer(RequestDispatcher().dispatch(request(4242, opaque=5), CONTEXT))
-    assert (resp.code, resp.opaque, resp.flag) == (REQUEST_CODE_NOT_SUPPORTED, 5, FLAG_RESPONSE)
+    assert (resp.code, resp.opaque, resp.flag) == (R.REQUEST_CODE_NOT_SUPPORTED, 5, FLAG_RESPONSE)
     assert resp.remark == " request type 4242 not supported"
 
 
@@ -54,7 +54,7 @@ def test_processor_exception_is_system_error_with_its_text():
     dispatcher.register(10, broken)
     resp = answer(dispatcher.dispatch(request(10, opaque=8, serialize_type=SERIALIZE_ROCKETMQ),
                                       CONTEXT))
-    assert (resp.code, resp.opaque, resp.serialize_type) == (SYSTEM_ERROR, 8, SERIALIZE_ROCKETMQ)
+    assert (resp.code, resp.opaque, resp.serialize_type) == (R.SYSTEM_ERROR, 8, SERIALIZE_ROCKETMQ)
     assert resp.remark.startswith("KeyError: 'no such topic', broken(test_dispatch.py:")
 
 
@@ -62,7 +62,7 @@ def test_processor_returning_garbage_is_system_error():
     dispatcher = RequestDispatcher()
     dispatcher.register(10, lambda req, context: "oops")
     resp = answer(dispatcher.dispatch(request(10), CONTEXT))
-    assert resp.code == SYSTEM_ERROR and "not a RemotingCommand" in resp.remark
+    assert resp.code == R.SYSTEM_ERROR and "not a RemotingCommand" in resp.remark
 
 
 def test_reject_request_is_system_busy():
@@ -76,7 +76,7 @@ def test_reject_request_is_system_busy():
     dispatcher = RequestDispatcher()
     dispatcher.register(10, Busy())
     resp = answer(dispatcher.dispatch(request(10), CONTEXT))
-    assert resp.code == SYSTEM_BUSY
+    assert resp.code == R.SYSTEM_BUSY
     assert resp.remark == "[REJECTREQUEST]system busy, start flow control for a while"
 
 
@@ -116,10 +116,10 @@ def test_deferred_response_and_deferred_failure():
     ok.addCallback(results.append)
     bad.addCallback(results.append)
     later[2].errback(ValueError("store is shutting down"))
-    later[1].callback(request(0).response(SUCCESS, body=b"msg"))
+    later[1].callback(request(0).response(R.SUCCESS, body=b"msg"))
     first, second = (answer(frame) for frame in results)
-    assert (first.opaque, first.code, first.remark) == (2, SYSTEM_ERROR, "ValueError: store is shutting down")
-    assert (second.opaque, second.code, second.body) == (1, SUCCESS, b"msg")
+    assert (first.opaque, first.code, first.remark) == (2, R.SYSTEM_ERROR, "ValueError: store is shutting down")
+    assert (second.opaque, second.code, second.body) == (1, R.SUCCESS, b"msg")
 
 
 def test_exception_remark_names_module_and_innermost_frame():

@@ -20,7 +20,7 @@ from twisted.internet.threads import deferToThreadPool
 
 from rmqproto.codec.frame import FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, RemotingCommand
 from rmqproto.remoting import RemotingClient, RequestDispatcher
-from rmqproto.remoting.dispatch import REQUEST_CODE_NOT_SUPPORTED, SUCCESS, SYSTEM_ERROR
+from rmqproto.codec.codes import ResponseCode as R
 from support.interop import JAVA_FLAGS
 
 from conftest import peer_dispatcher, run_reactor, serve
@@ -103,7 +103,7 @@ def test_java_client_calls_our_server(java_client):
         dispatcher = peer_dispatcher()
         seen = []
         dispatcher.register(7, lambda req, ctx: seen.append(req) or req.response(
-            SUCCESS, ext_fields=req.ext_fields, body=req.body))
+            R.SUCCESS, ext_fields=req.ext_fields, body=req.body))
         factory, port, address = serve(reactor, dispatcher)
 
         def ask(**command):
@@ -115,7 +115,7 @@ def test_java_client_calls_our_server(java_client):
                 for op in ("sync", "async"):
                     answer = yield ask(op=op, code=7, serialize=name,
                                        ext={"topic": "T", "queueId": "3"}, body="00ff")
-                    assert answer["code"] == SUCCESS, answer
+                    assert answer["code"] == R.SUCCESS, answer
                     assert answer["opaque"] == answer["requestOpaque"] == seen[-1].opaque
                     assert (answer["flag"], answer["version"], answer["language"],
                             answer["serialize"]) == (FLAG_RESPONSE, 409, "JAVA", name)
@@ -126,9 +126,9 @@ def test_java_client_calls_our_server(java_client):
 
                 answer = yield ask(op="sync", code=4242, serialize=name)
                 assert (answer["code"], answer["remark"]) == (
-                    REQUEST_CODE_NOT_SUPPORTED, " request type 4242 not supported")
+                    R.REQUEST_CODE_NOT_SUPPORTED, " request type 4242 not supported")
                 answer = yield ask(op="sync", code=10, serialize=name)
-                assert answer["code"] == SYSTEM_ERROR
+                assert answer["code"] == R.SYSTEM_ERROR
                 assert answer["remark"].startswith("RuntimeError: boom, fail(")
 
                 answer = yield ask(op="oneway", code=8, serialize=name, body="01")
@@ -137,7 +137,7 @@ def test_java_client_calls_our_server(java_client):
                 assert dispatcher.sunk[-1].opaque == answer["requestOpaque"]
 
             answer = yield ask(op="sync", code=30, body=b"hello".hex())
-            assert (answer["code"], bytes.fromhex(answer["body"])) == (SUCCESS, b"java:hello")
+            assert (answer["code"], bytes.fromhex(answer["body"])) == (R.SUCCESS, b"java:hello")
 
             answer = yield ask(op="many", code=7, count=1000)
             assert answer == {"ok": 1000, "failed": 0}
@@ -154,7 +154,7 @@ def test_our_client_calls_java_server(java_server):
     @inlineCallbacks
     def scenario(reactor):
         dispatcher = RequestDispatcher()
-        dispatcher.register(40, lambda req, ctx: req.response(SUCCESS, body=b"py:" + req.body))
+        dispatcher.register(40, lambda req, ctx: req.response(R.SUCCESS, body=b"py:" + req.body))
         client = RemotingClient(reactor, dispatcher)
         address = "127.0.0.1:%d" % java_server.port
         try:
@@ -167,14 +167,14 @@ def test_our_client_calls_java_server(java_server):
                     "serialize": SERIALIZE_NAMES[serialize_type]}
                 assert (answer.code, answer.opaque, answer.flag, answer.serialize_type,
                         answer.language, answer.version) == (
-                    SUCCESS, request.opaque, FLAG_RESPONSE, serialize_type, "JAVA", 409)
+                    R.SUCCESS, request.opaque, FLAG_RESPONSE, serialize_type, "JAVA", 409)
                 assert (answer.ext_fields, answer.body) == ({"topic": "T"}, b"\x00\xff")
 
                 answer = yield client.invoke(address, RemotingCommand(4242, serialize_type=serialize_type))
                 assert (answer.code, answer.remark) == (
-                    REQUEST_CODE_NOT_SUPPORTED, " request type 4242 not supported")
+                    R.REQUEST_CODE_NOT_SUPPORTED, " request type 4242 not supported")
                 answer = yield client.invoke(address, RemotingCommand(10, serialize_type=serialize_type))
-                assert answer.code == SYSTEM_ERROR
+                assert answer.code == R.SYSTEM_ERROR
                 assert answer.remark.startswith("java.lang.IllegalStateException: boom, ")
 
             before = int((yield client.invoke(address, RemotingCommand(9))).body)
@@ -191,7 +191,7 @@ def test_our_client_calls_java_server(java_server):
                 assert len(counts) < 100, counts
 
             answer = yield client.invoke(address, RemotingCommand(30, body=b"hi"))
-            assert (answer.code, answer.body) == (SUCCESS, b"py:hi")
+            assert (answer.code, answer.body) == (R.SUCCESS, b"py:hi")
 
             answers = yield gatherResults([
                 client.invoke(address, RemotingCommand(7, body=b"%d" % n, serialize_type=n % 2))

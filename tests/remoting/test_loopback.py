@@ -11,7 +11,7 @@ from twisted.internet.defer import gatherResults, inlineCallbacks
 from rmqproto.codec.frame import SERIALIZE_ROCKETMQ, RemotingCommand
 from rmqproto.remoting import (
     RemotingClient, RemotingConnectionError, RemotingTimeoutError, RequestDispatcher)
-from rmqproto.remoting.dispatch import SUCCESS
+from rmqproto.codec.codes import ResponseCode as R
 
 from conftest import peer_dispatcher, run_reactor, serve
 
@@ -21,7 +21,7 @@ def server_dispatcher(reactor):
 
     def later(req, ctx):  # answers out of order, like long polling
         return task.deferLater(reactor, random.random() / 100,
-                               lambda: req.response(SUCCESS, body=req.body[::-1]))
+                               lambda: req.response(R.SUCCESS, body=req.body[::-1]))
 
     dispatcher.register(11, later)
     dispatcher.register(31, lambda req, ctx: ctx.connection.close())
@@ -33,7 +33,7 @@ def test_thousand_concurrent_requests_and_callbacks():
     def scenario(reactor):
         factory, port, address = serve(reactor, server_dispatcher(reactor))
         client_dispatcher = RequestDispatcher()
-        client_dispatcher.register(40, lambda req, ctx: req.response(SUCCESS, body=req.body.upper()))
+        client_dispatcher.register(40, lambda req, ctx: req.response(R.SUCCESS, body=req.body.upper()))
         client = RemotingClient(reactor, client_dispatcher)
         try:
             calls = []

@@ -11,13 +11,13 @@ from twisted.python.failure import Failure
 from rmqproto.codec.frame import (
     FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_ROCKETMQ, RemotingCommand, encode_frame)
 from rmqproto.remoting import RemotingConnectionError, RemotingTimeoutError
-from rmqproto.remoting.dispatch import REQUEST_CODE_NOT_SUPPORTED, SUCCESS, SYSTEM_ERROR
+from rmqproto.codec.codes import ResponseCode as R
 
 from conftest import RecordingTransport, Wire, request
 
 
 def echo(req, context):
-    return req.response(SUCCESS, ext_fields=req.ext_fields, body=req.body)
+    return req.response(R.SUCCESS, ext_fields=req.ext_fields, body=req.body)
 
 
 def results_of(deferred):
@@ -39,7 +39,7 @@ def test_pipelined_requests_in_one_chunk_get_one_write():
     answers = wire.sent()
     assert [a.opaque for a in answers] == list(range(200)) + [500]
     assert all(a.body == b"%d" % a.opaque and a.flag == FLAG_RESPONSE for a in answers[:200])
-    assert answers[200].code == REQUEST_CODE_NOT_SUPPORTED
+    assert answers[200].code == R.REQUEST_CODE_NOT_SUPPORTED
 
 
 def test_frames_split_across_reads():
@@ -61,7 +61,7 @@ def test_oneway_and_exceptions():
     wire.receive(request(1, opaque=1, flag=FLAG_ONEWAY), request(1, opaque=2),
                  request(99, opaque=3, flag=FLAG_ONEWAY))
     (answer,) = wire.sent()
-    assert (answer.opaque, answer.code) == (2, SYSTEM_ERROR)
+    assert (answer.opaque, answer.code) == (2, R.SYSTEM_ERROR)
     assert answer.remark.startswith("RuntimeError: disk full, broken(")
 
 
@@ -74,11 +74,11 @@ def test_deferred_responses_in_any_order():
         return d
 
     wire.dispatcher.register(11, parked)
-    wire.dispatcher.register(12, lambda req, context: succeed(req.response(SUCCESS)))
+    wire.dispatcher.register(12, lambda req, context: succeed(req.response(R.SUCCESS)))
     wire.receive(*(request(11, opaque=n) for n in range(4)), request(12, opaque=9))
     assert [a.opaque for a in wire.sent()] == [9]  # already-fired Deferreds join the batch
     for n in (2, 0, 3, 1):
-        waiting[n].callback(RemotingCommand(SUCCESS, body=b"%d" % n))
+        waiting[n].callback(RemotingCommand(R.SUCCESS, body=b"%d" % n))
     assert [(a.opaque, a.body) for a in wire.sent()] == [(2, b"2"), (0, b"0"), (3, b"3"), (1, b"1")]
 
 
@@ -89,7 +89,7 @@ def test_deferred_response_after_connection_lost_is_dropped():
     wire.receive(request(11, opaque=1))
     lose(wire)
     wire.transport.clear()
-    parked.callback(RemotingCommand(SUCCESS))
+    parked.callback(RemotingCommand(R.SUCCESS))
     assert wire.transport.value() == b""
 
 
@@ -101,7 +101,7 @@ def test_request_response_correlation_and_process_wide_opaques():
     assert sent2.opaque == sent1.opaque + 1
     assert (sent1.flag, sent1.version, sent1.serialize_type) == (0, 409, SERIALIZE_ROCKETMQ)
     got = results_of(d1)
-    first.receive(sent1.response(SUCCESS, body=b"route"))
+    first.receive(sent1.response(R.SUCCESS, body=b"route"))
     assert got[0].body == b"route" and first.protocol.pending_count == 0
     d2.cancel()
     assert isinstance(results_of(d2)[0].value, CancelledError)
@@ -118,7 +118,7 @@ def test_timeout_uses_the_given_clock():
     assert isinstance(got[0].value, RemotingTimeoutError)
     assert "2500(ms)" in str(got[0].value)
     with capturedLogs() as events:
-        wire.receive(sent.response(SUCCESS))  # too late: logged and ignored
+        wire.receive(sent.response(R.SUCCESS))  # too late: logged and ignored
     assert [e["log_level"] for e in events] == [LogLevel.warn]
 
 
@@ -147,10 +147,10 @@ def test_both_directions_on_one_connection():
     wire.dispatcher.register(40, echo)  # e.g. NOTIFY_CONSUMER_IDS_CHANGED
     got = results_of(wire.protocol.send_request(request(35)))
     (ours,) = wire.sent()
-    wire.receive(request(40, opaque=ours.opaque, body=b"callback"), ours.response(SUCCESS))
+    wire.receive(request(40, opaque=ours.opaque, body=b"callback"), ours.response(R.SUCCESS))
     (callback_answer,) = wire.sent()
     assert (callback_answer.opaque, callback_answer.body) == (ours.opaque, b"callback")
-    assert got[0].code == SUCCESS
+    assert got[0].code == R.SUCCESS
 
 
 def test_processor_can_call_the_peer_back():
@@ -159,14 +159,14 @@ def test_processor_can_call_the_peer_back():
 
     def ask_back(req, context):
         context.connection.send_request(request(40)).addCallback(replies.append)
-        return req.response(SUCCESS)
+        return req.response(R.SUCCESS)
 
     wire.dispatcher.register(30, ask_back)
     wire.receive(request(30, opaque=3))
     assert len(wire.transport.writes) == 1
     callback, answer = wire.sent()
     assert (callback.code, answer.opaque) == (40, 3)
-    wire.receive(callback.response(SUCCESS, remark="done"))
+    wire.receive(callback.response(R.SUCCESS, remark="done"))
     assert replies[0].remark == "done"
 
 
