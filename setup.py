@@ -19,7 +19,7 @@ setup(
         "treq>=23.8",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1"],
+        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4"],
         "spark": ["pyspark>=3.4"],
     },
 )

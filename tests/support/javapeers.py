@@ -178,12 +178,18 @@ class JavaPeers:
                           port=int(defaults["listenPort"]))
 
     def mqadmin(self, *args, timeout=120):
-        """Run one mqadmin (4.9.8) command; its stdout as text."""
+        """Run one mqadmin (4.9.8) command; its output (stdout, then stderr) as text."""
         result = subprocess.run(
             self._java(self.client_cp, "org.apache.rocketmq.tools.command.MQAdminStartup",
                        *[str(a) for a in args], heap="128m"),
             cwd=self.workdir, capture_output=True, timeout=timeout)
-        return result.stdout.decode(errors="replace")
+        return (result.stdout + result.stderr).decode(errors="replace")
+
+    def run_client(self, main, *args, timeout=300):
+        """Run a program of ``tests/javapeers/client`` to completion; the CompletedProcess."""
+        return subprocess.run(self._java(self.client_cp, main, *[str(a) for a in args],
+                                         heap="256m"),
+                              cwd=self.workdir, capture_output=True, text=True, timeout=timeout)
 
     def stop_all(self):
         for process in reversed(self.processes):
