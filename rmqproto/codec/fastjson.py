@@ -8,8 +8,8 @@ Writing rules, checked against fastjson 1.2.69 (the version RocketMQ 4.9.8 ships
   decoded document re-encodes byte for byte; :func:`java_hashmap_order` gives the
   order a ``java.util.HashMap`` would iterate in, for maps built afresh;
 * strings escape ``"`` and ``\\``, ``\\b \\t \\n \\f \\r`` with short escapes, the other
-  control characters, DEL and U+2028/U+2029 as ``\\uXXXX`` with upper-case hex, and
-  leave everything else as UTF-8;
+  control characters, DEL, U+0080–U+009F and U+2028/U+2029 as ``\\uXXXX`` with
+  upper-case hex, and leave everything else as UTF-8;
 * with ``browser_compatible`` (the NameServer's "standard JSON" route answers) every
   non-ASCII character and ``/`` are escaped too, and map keys are always quoted;
 * maps with integer keys are written with *unquoted* keys (``{0:"a"}``) and maps
@@ -45,7 +45,8 @@ def bean(**fields):
 def _escape_table(browser_compatible):
     table = {c: "\\u%04X" % c for c in range(0x20)}
     table.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r"})
-    table.update({0x22: '\\"', 0x5C: "\\\\", 0x7F: "\\u007F", 0x2028: "\\u2028", 0x2029: "\\u2029"})
+    table.update({c: "\\u%04X" % c for c in range(0x7F, 0xA0)})
+    table.update({0x22: '\\"', 0x5C: "\\\\", 0x2028: "\\u2028", 0x2029: "\\u2029"})
     if browser_compatible:
         table[0x2F] = "\\/"
     return table
@@ -92,12 +93,15 @@ class ObjectKey:
 
 
 _MAX_SAFE_INTEGER = (1 << 53) - 1
+_DOUBLE_MIN_VALUE = 5e-324
 
 
 def java_double_str(value):
     """``Double.toString``-style text of ``value`` as fastjson's RyuDouble writes it."""
     if value != value or value in (float("inf"), float("-inf")):
         return "null"
+    if abs(value) == _DOUBLE_MIN_VALUE:  # RyuDouble prints Double.MIN_VALUE as Java does, not shortest
+        return "-4.9E-324" if value < 0 else "4.9E-324"
     text = repr(float(value))
     sign = "-" if text.startswith("-") else ""
     mantissa, _, exponent = text.lstrip("-").partition("e")
