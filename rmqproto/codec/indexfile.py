@@ -1,0 +1,230 @@
+"""Index files: a hash index from ``topic#key`` to commit-log offsets (reference §3.8).
+
+Layout: a 40-byte header, ``hash_slot_num`` int32 slots (the newest entry number of
+each slot, 0 = empty) and ``index_num`` 20-byte entries chained through
+``prev_index``. :data:`INDEX_HEADER` and :data:`INDEX_ENTRY` are the specification;
+:class:`IndexFile` reads and writes a whole file held in a buffer (``bytearray`` or
+``mmap``) exactly as ``IndexFile.putKey`` / ``selectPhyOffset`` do.
+"""
+
+import struct
+from typing import NamedTuple
+
+import construct as cs
+
+from rmqproto.codec.construct_util import build_or_raise, parse_or_raise
+from rmqproto.codec.javalang import java_abs_int, java_string_hash
+from rmqproto.errors import CodecError, TruncatedError
+
+__all__ = [
+    "INDEX_HEADER_SIZE", "HASH_SLOT_SIZE", "INDEX_SIZE", "DEFAULT_HASH_SLOT_NUM",
+    "DEFAULT_INDEX_NUM", "INDEX_HEADER", "INDEX_ENTRY", "IndexHeader", "IndexEntry",
+    "encode_header", "decode_header", "encode_entry", "decode_entry", "build_key",
+    "index_key_hash", "slot_position", "entry_position", "index_file_size", "IndexFile",
+]
+
+INDEX_HEADER_SIZE = 40
+HASH_SLOT_SIZE = 4
+INDEX_SIZE = 20
+#: ``maxHashSlotNum`` / ``maxIndexNum`` defaults.
+DEFAULT_HASH_SLOT_NUM = 5000000
+DEFAULT_INDEX_NUM = 5000000 * 4
+_INT_MAX = 0x7FFFFFFF
+
+INDEX_HEADER = cs.Struct(
+    "begin_timestamp" / cs.Int64sb,
+    "end_timestamp" / cs.Int64sb,
+    "begin_phy_offset" / cs.Int64sb,
+    "end_phy_offset" / cs.Int64sb,
+    "hash_slot_count" / cs.Int32sb,
+    "index_count" / cs.Int32sb,
+)
+
+INDEX_ENTRY = cs.Struct(
+    "key_hash" / cs.Int32sb,
+    "phy_offset" / cs.Int64sb,
+    "time_diff" / cs.Int32sb,  # seconds since begin_timestamp
+    "prev_index" / cs.Int32sb,  # previous entry of the same slot, 0 = none
+)
+
+_HEADER = struct.Struct(">qqqqii")
+_ENTRY = struct.Struct(">iqii")
+_SLOT = struct.Struct(">i")
+
+
+class IndexHeader(NamedTuple):
+    begin_timestamp: int = 0
+    end_timestamp: int = 0
+    begin_phy_offset: int = 0
+    end_phy_offset: int = 0
+    hash_slot_count: int = 0
+    index_count: int = 0
+
+
+class IndexEntry(NamedTuple):
+    key_hash: int
+    phy_offset: int
+    time_diff: int
+    prev_index: int
+
+
+def _pack(fmt, value, what):
+    try:
+        return fmt.pack(*value)
+    except struct.error as exc:
+        raise CodecError("%s out of range: %s" % (what, exc)) from None
+
+
+def _unpack(fmt, buffer, offset, what):
+    if offset < 0 or len(buffer) - offset < fmt.size:
+        raise TruncatedError("no complete %s at %d" % (what, offset))
+    return fmt.unpack_from(buffer, offset)
+
+
+def encode_header(header):
+    return _pack(_HEADER, header, "index header")
+
+
+def decode_header(buffer, offset=0):
+    return IndexHeader._make(_unpack(_HEADER, buffer, offset, "index header"))
+
+
+def encode_entry(entry):
+    return _pack(_ENTRY, entry, "index entry")
+
+
+def decode_entry(buffer, offset=0):
+    return IndexEntry._make(_unpack(_ENTRY, buffer, offset, "index entry"))
+
+
+def parse_header_declared(data):
+    p = parse_or_raise(INDEX_HEADER, data)
+    return IndexHeader(*(p[name] for name in IndexHeader._fields))
+
+
+def build_header_declared(header):
+    return build_or_raise(INDEX_HEADER, header._asdict())
+
+
+def parse_entry_declared(data):
+    p = parse_or_raise(INDEX_ENTRY, data)
+    return IndexEntry(*(p[name] for name in IndexEntry._fields))
+
+
+def build_entry_declared(entry):
+    return build_or_raise(INDEX_ENTRY, entry._asdict())
+
+
+def build_key(topic, key):
+    """``IndexService.buildKey``: ``topic#key``."""
+    return topic + "#" + key
+
+
+def index_key_hash(key):
+    """``indexKeyHashMethod``: ``Math.abs(key.hashCode())``, and 0 for ``Integer.MIN_VALUE``
+    (whose ``Math.abs`` stays negative)."""
+    return max(java_abs_int(java_string_hash(key)), 0)
+
+
+def slot_position(key_hash, hash_slot_num=DEFAULT_HASH_SLOT_NUM):
+    """Byte position of the slot of ``key_hash``."""
+    return INDEX_HEADER_SIZE + (key_hash % hash_slot_num) * HASH_SLOT_SIZE
+
+
+def entry_position(index, hash_slot_num=DEFAULT_HASH_SLOT_NUM):
+    """Byte position of entry number ``index`` (numbers start at 1)."""
+    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index * INDEX_SIZE
+
+
+def index_file_size(hash_slot_num=DEFAULT_HASH_SLOT_NUM, index_num=DEFAULT_INDEX_NUM):
+    """Size of an index file (420 000 040 bytes with the defaults)."""
+    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+
+
+class IndexFile:
+    """A whole index file in a writable buffer (``bytearray``, ``mmap``); reference §3.8.
+
+    A fresh file is all zeros; like Java's constructor, ``end_phy_offset`` /
+    ``end_timestamp`` of the previous file seed the begin/end header fields.
+    """
+
+    def __init__(self, buffer, hash_slot_num=DEFAULT_HASH_SLOT_NUM, index_num=DEFAULT_INDEX_NUM,
+                 end_phy_offset=0, end_timestamp=0):
+        if len(buffer) < index_file_size(hash_slot_num, index_num):
+            raise TruncatedError("index buffer of %d bytes is smaller than %d" % (
+                len(buffer), index_file_size(hash_slot_num, index_num)))
+        self.buffer = buffer
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        header = decode_header(buffer)
+        # IndexHeader.load(): a count of 0 (fresh file) means "next entry is number 1".
+        self.header = header._replace(index_count=max(header.index_count, 1))
+        if end_phy_offset > 0:
+            self._set_header(begin_phy_offset=end_phy_offset, end_phy_offset=end_phy_offset)
+        if end_timestamp > 0:
+            self._set_header(begin_timestamp=end_timestamp, end_timestamp=end_timestamp)
+
+    def _set_header(self, **changes):
+        self.header = self.header._replace(**changes)
+        stored = decode_header(self.buffer)._replace(**changes)
+        self.buffer[:INDEX_HEADER_SIZE] = encode_header(stored)
+
+    @property
+    def is_write_full(self):
+        return self.header.index_count >= self.index_num
+
+    def entry(self, index):
+        return decode_entry(self.buffer, entry_position(index, self.hash_slot_num))
+
+    def slot(self, key_hash):
+        return _SLOT.unpack_from(self.buffer, slot_position(key_hash, self.hash_slot_num))[0]
+
+    def put_key(self, key, phy_offset, store_timestamp):
+        """``IndexFile.putKey``: add ``key``; False when the file is full."""
+        h = self.header
+        count = h.index_count
+        if count >= self.index_num:
+            return False
+        key_hash = index_key_hash(key)
+        slot_pos = slot_position(key_hash, self.hash_slot_num)
+        (slot_value,) = _SLOT.unpack_from(self.buffer, slot_pos)
+        if slot_value <= 0 or slot_value > count:
+            slot_value = 0
+        if h.begin_timestamp <= 0:
+            time_diff = 0
+        else:
+            time_diff = int((store_timestamp - h.begin_timestamp) / 1000)  # Java truncates
+            time_diff = min(max(time_diff, 0), _INT_MAX)
+        pos = entry_position(count, self.hash_slot_num)
+        self.buffer[pos:pos + INDEX_SIZE] = encode_entry((key_hash, phy_offset, time_diff, slot_value))
+        self.buffer[slot_pos:slot_pos + HASH_SLOT_SIZE] = _SLOT.pack(count)
+        changes = dict(index_count=count + 1, end_phy_offset=phy_offset,
+                       end_timestamp=store_timestamp)
+        if count <= 1:
+            changes.update(begin_phy_offset=phy_offset, begin_timestamp=store_timestamp)
+        if slot_value == 0:
+            changes["hash_slot_count"] = h.hash_slot_count + 1
+        self._set_header(**changes)
+        return True
+
+    def select_phy_offsets(self, key, max_num=64, begin=0, end=(1 << 63) - 1):
+        """``IndexFile.selectPhyOffset``: offsets of entries for ``key`` stored in [begin, end] ms,
+        newest first."""
+        h = self.header
+        count = h.index_count
+        key_hash = index_key_hash(key)
+        found = []
+        current = self.slot(key_hash)
+        if current <= 0 or current > count or count <= 1:
+            return found
+        while len(found) < max_num:
+            read_hash, phy_offset, time_diff, prev = self.entry(current)
+            if time_diff < 0:
+                break
+            time_read = h.begin_timestamp + time_diff * 1000
+            if read_hash == key_hash and begin <= time_read <= end:
+                found.append(phy_offset)
+            if prev <= 0 or prev > count or prev == current or time_read < begin:
+                break
+            current = prev
+        return found
