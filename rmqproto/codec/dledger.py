@@ -20,6 +20,7 @@ import construct as cs
 
 from rmqproto.codec.construct_util import build_or_raise, parse_or_raise
 from rmqproto.codec.fixed_layout import INT32, INT64, FixedLayout
+from rmqproto.config.javaprops import parse_properties
 from rmqproto.errors import BadMagicError, CodecError, TruncatedError
 
 __all__ = [
@@ -212,75 +213,9 @@ def encode_properties(items):
     return "".join("%s=%s\n" % (key, value) for key, value in items).encode("utf-8")
 
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _logical_lines(text):
-    """``Properties.load`` line joining: comments and blanks dropped, ``\\`` continues a line."""
-    pending = None
-    for raw in _LINE_BREAK.split(text):
-        line = raw.lstrip(" \t\f")
-        if pending is None:
-            if not line or line[0] in "#!":
-                continue
-        else:
-            line = pending + line
-        backslashes = len(line) - len(line.rstrip("\\"))
-        if backslashes % 2:
-            pending = line[:-1]
-            continue
-        pending = None
-        yield line
-    if pending is not None:
-        yield pending
-
-
-def _unescape(text):
-    out = []
-    i = 0
-    while i < len(text):
-        char = text[i]
-        i += 1
-        if char != "\\" or i == len(text):
-            out.append(char)
-            continue
-        char = text[i]
-        i += 1
-        if char == "u":
-            digits = text[i:i + 4]
-            if not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
-                raise CodecError("malformed \\uxxxx escape in properties")
-            out.append(chr(int(digits, 16)))
-            i += 4
-        else:
-            out.append(_ESCAPES.get(char, char))
-    return "".join(out)
-
-
-def _split_key(line):
-    i = 0
-    while i < len(line):
-        char = line[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char in "=: \t\f":
-            break
-        i += 1
-    key, rest = line[:i], line[i:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return _unescape(key), _unescape(rest)
-
-
 def decode_properties(data):
-    """Parse text as ``java.util.Properties.load`` does (ISO-8859-1, escapes, continuations).
-
-    Returns a dict; a repeated key keeps its last value, as in Java.
-    """
-    text = bytes(data).decode("latin-1")
-    return dict(_split_key(line) for line in _logical_lines(text))
+    """Parse text as ``java.util.Properties.load`` does (a dict; see :mod:`rmqproto.config.javaprops`)."""
+    return parse_properties(bytes(data))
 
 
 _JAVA_LONG = re.compile(r"[+-]?[0-9]+")

@@ -37,6 +37,7 @@ class FixedLayout:
         self.declaration = cs.Struct(*(field_name / kind[0] for field_name, kind in fields))
         self._struct = struct.Struct(">" + "".join(kind[1] for _, kind in fields))
         self.size = self._struct.size
+        self.format = self._struct.format  #: the ``struct`` format, e.g. ``">qi"``
 
     def pack(self, *values, **fields):
         """The record's bytes (fast path); out-of-range values raise ``CodecError``."""
