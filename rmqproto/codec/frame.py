@@ -27,7 +27,7 @@ from rmqproto.errors import (
 __all__ = [
     "FRAME", "BINARY_HEADER", "MAX_FRAME_LENGTH", "SERIALIZE_JSON", "SERIALIZE_ROCKETMQ",
     "FLAG_RESPONSE", "FLAG_ONEWAY", "LANGUAGE_CODES", "RemotingCommand",
-    "encode_frame", "decode_frame", "FrameDecoder",
+    "encode_frame", "decode_frame", "FrameDecoder", "parse_frame_declared", "build_frame_declared",
 ]
 
 SERIALIZE_JSON = 0
@@ -60,9 +60,10 @@ FRAME = cs.Struct(
     "body" / cs.Bytes(cs.this.length - 4 - cs.this.header_length),
 )
 
+# Lengths are signed as Java reads them (``readShort`` / ``readInt``); zero reads as null.
 _EXT_ENTRY = cs.Struct(
-    "key" / cs.PascalString(cs.Int16ub, "utf8"),
-    "value" / cs.PascalString(cs.Int32ub, "utf8"),
+    "key" / cs.PascalString(cs.Int16sb, "utf8"),
+    "value" / cs.PascalString(cs.Int32sb, "utf8"),
 )
 
 #: The binary "ROCKETMQ" header (reference §1.4).
@@ -72,8 +73,9 @@ BINARY_HEADER = cs.Struct(
     "version" / cs.Int16sb,
     "opaque" / cs.Int32sb,
     "flag" / cs.Int32sb,
-    "remark" / cs.PascalString(cs.Int32ub, "utf8"),
-    "ext_fields" / cs.Prefixed(cs.Int32ub, cs.GreedyRange(_EXT_ENTRY)),
+    "remark" / cs.PascalString(cs.Int32sb, "utf8"),
+    "ext_fields" / cs.Prefixed(cs.Int32sb, cs.FocusedSeq(
+        "entries", "entries" / cs.GreedyRange(_EXT_ENTRY), cs.Terminated)),
     cs.Terminated,
 )
 
@@ -81,8 +83,13 @@ BINARY_HEADER = cs.Struct(
 class RemotingCommand:
     """One request or response of the remoting protocol (reference §1.2).
 
-    ``ext_fields`` maps strings to strings (``None`` when absent); ``language`` is the
-    ``LanguageCode`` name; ``serialize_type`` is 0 (JSON) or 1 (ROCKETMQ).
+    ``ext_fields`` maps strings to strings (``None`` when absent). As in Java, a decoded
+    entry may hold ``None``: a JSON ``null`` or an empty string in the binary header (Java
+    reads a zero length as ``null``); the JSON encoder leaves such entries out, the binary
+    one writes them back as zero lengths. ``language`` is the
+    ``LanguageCode`` name; a peer's unknown language is kept as received (the name, the
+    binary code, or ``None`` for JSON ``null``), as a 4.9.8 server accepts it too.
+    ``serialize_type`` is 0 (JSON) or 1 (ROCKETMQ).
     """
 
     __slots__ = ("code", "language", "version", "opaque", "flag", "remark",
@@ -141,8 +148,13 @@ def encode_json_header(cmd):
     if ext is not None:
         parts.append(',"extFields":')
         parts.append(_json_map(ext))
-    parts += [',"flag":', str(cmd.flag), ',"language":"', cmd.language, '","opaque":',
-              str(cmd.opaque)]
+    parts += [',"flag":', str(cmd.flag)]
+    language = cmd.language
+    if type(language) is int:  # a binary code we have no name for: Java holds null here
+        language = _LANGUAGE_NAMES.get(language)
+    if language is not None:
+        parts += [',"language":', fastjson._quote(language, False)]
+    parts += [',"opaque":', str(cmd.opaque)]
     if cmd.remark is not None:
         parts.append(',"remark":')
         parts.append(fastjson._quote(cmd.remark, False))
@@ -153,8 +165,8 @@ def encode_json_header(cmd):
 
 def _json_map(ext):
     quote = fastjson._quote
-    return "{" + ",".join(
-        quote(k, False) + ":" + quote(v, False) for k, v in ext.items() if v is not None) + "}"
+    return "{" + ",".join(quote(k, False) + ":" + quote(v, False)
+                          for k, v in ext.items() if k is not None and v is not None) + "}"
 
 
 def _as_int(value, name):
@@ -176,16 +188,16 @@ def decode_json_header(data, serialize_type=SERIALIZE_JSON):
         if not isinstance(ext, dict):
             raise MalformedHeaderError("extFields is not an object")
         for key, value in ext.items():
-            if not isinstance(value, str):
-                if value is None or isinstance(value, (dict, list)):
+            if value is not None and not isinstance(value, str):
+                if isinstance(value, (dict, list)):
                     raise MalformedHeaderError("extFields value of %r is not a string" % key)
                 ext[key] = orjson.dumps(value).decode()
     remark = obj.get("remark")
     if remark is not None and not isinstance(remark, str):
         raise MalformedHeaderError("remark is not a string")
     language = obj.get("language", "JAVA")
-    if language not in LANGUAGE_CODES:
-        raise MalformedHeaderError("unknown language %r" % (language,))
+    if language is not None and not isinstance(language, (str, int)):
+        raise MalformedHeaderError("language is neither a name nor a code")
     return RemotingCommand(
         _as_int(obj.get("code", 0), "code"), opaque=_as_int(obj.get("opaque", 0), "opaque"),
         flag=_as_int(obj.get("flag", 0), "flag"), ext_fields=ext, remark=remark,
@@ -198,6 +210,8 @@ def decode_json_header(data, serialize_type=SERIALIZE_JSON):
 _BIN_FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag
 _I32 = struct.Struct(">i")
 _U16 = struct.Struct(">H")
+#: Java reads the key length as a signed short: a longer key cannot be read back.
+_MAX_KEY_LENGTH = 0x7FFF
 
 
 def _s16(value):
@@ -206,20 +220,28 @@ def _s16(value):
     return value - 0x10000 if value & 0x8000 else value
 
 
+def _language_code(language):
+    if type(language) is int and 0 <= language <= 0xFF:
+        return language
+    try:
+        return LANGUAGE_CODES[language]
+    except (KeyError, TypeError):
+        raise CodecError("language %r has no binary code" % (language,)) from None
+
+
 def encode_binary_header(cmd):
     """The "ROCKETMQ" binary header for ``cmd`` (reference §1.4)."""
-    try:
-        language = LANGUAGE_CODES[cmd.language]
-    except KeyError:
-        raise CodecError("unknown language %r" % (cmd.language,)) from None
+    language = _language_code(cmd.language)
     remark = cmd.remark.encode("utf-8") if cmd.remark else b""
     ext = bytearray()
     if cmd.ext_fields:
         for key, value in cmd.ext_fields.items():
-            if key is None or value is None:
-                continue
-            kb = key.encode("utf-8")
-            vb = value.encode("utf-8")
+            # None is written as the zero length it was read from (Java reads either as null)
+            kb = key.encode("utf-8") if key is not None else b""
+            if len(kb) > _MAX_KEY_LENGTH:
+                raise CodecError("ext field key of %d bytes exceeds Java's signed 16-bit length"
+                                 % len(kb))
+            vb = value.encode("utf-8") if value is not None else b""
             ext += _U16.pack(len(kb)) + kb + _I32.pack(len(vb)) + vb
     return b"".join((
         _BIN_FIXED.pack(_s16(cmd.code), language, _s16(cmd.version), cmd.opaque, cmd.flag),
@@ -233,10 +255,7 @@ def decode_binary_header(data):
     if end < 17:
         raise MalformedHeaderError("binary header shorter than 17 bytes")
     code, language, version, opaque, flag = _BIN_FIXED.unpack_from(data, 0)
-    try:
-        name = _LANGUAGE_NAMES[language]
-    except KeyError:
-        raise MalformedHeaderError("unknown language code %d" % language) from None
+    name = _LANGUAGE_NAMES.get(language, language)
     pos = 13
     (remark_len,) = _I32.unpack_from(data, pos)
     pos += 4
@@ -254,15 +273,15 @@ def decode_binary_header(data):
             raise MalformedHeaderError("truncated ext field key length")
         (klen,) = _U16.unpack_from(data, pos)
         pos += 2
-        if pos + klen + 4 > end:
-            raise MalformedHeaderError("truncated ext field key")
-        key = _utf8(data[pos:pos + klen])
+        if klen > _MAX_KEY_LENGTH or pos + klen + 4 > end:
+            raise MalformedHeaderError("bad ext field key length %d" % klen)
+        key = _utf8(data[pos:pos + klen]) if klen else None
         pos += klen
         (vlen,) = _I32.unpack_from(data, pos)
         pos += 4
         if vlen < 0 or pos + vlen > end:
             raise MalformedHeaderError("truncated ext field value")
-        ext[key] = _utf8(data[pos:pos + vlen])
+        ext[key] = _utf8(data[pos:pos + vlen]) if vlen else None
         pos += vlen
     return RemotingCommand(code, opaque=opaque, flag=flag, ext_fields=ext, remark=remark,
                            language=name, version=version, serialize_type=SERIALIZE_ROCKETMQ)
@@ -323,10 +342,9 @@ def parse_frame_declared(data):
         cmd = decode_json_header(parsed.header)
     elif parsed.serialize_type == SERIALIZE_ROCKETMQ:
         header = parse_or_raise(BINARY_HEADER, parsed.header)
-        name = _LANGUAGE_NAMES.get(header.language)
-        if name is None:
-            raise MalformedHeaderError("unknown language code %d" % header.language)
-        ext = {e.key: e.value for e in header.ext_fields} if header.ext_fields else None
+        name = _LANGUAGE_NAMES.get(header.language, header.language)
+        ext = {e.key or None: e.value or None for e in header.ext_fields} \
+            if header.ext_fields else None
         cmd = RemotingCommand(header.code, opaque=header.opaque, flag=header.flag,
                               ext_fields=ext, remark=header.remark or None, language=name,
                               version=header.version, serialize_type=SERIALIZE_ROCKETMQ)
@@ -341,10 +359,9 @@ def build_frame_declared(cmd):
     if cmd.serialize_type == SERIALIZE_JSON:
         header = encode_json_header(cmd)
     else:
-        ext = [dict(key=k, value=v) for k, v in (cmd.ext_fields or {}).items()
-               if k is not None and v is not None]
+        ext = [dict(key=k or "", value=v or "") for k, v in (cmd.ext_fields or {}).items()]
         header = BINARY_HEADER.build(dict(
-            code=_s16(cmd.code), language=LANGUAGE_CODES[cmd.language],
+            code=_s16(cmd.code), language=_language_code(cmd.language),
             version=_s16(cmd.version), opaque=cmd.opaque, flag=cmd.flag,
             remark=cmd.remark or "", ext_fields=ext))
     body = cmd.body or b""
