@@ -56,25 +56,26 @@ class _String(JavaType):
 
 
 class _Integer(JavaType):
-    """Java ``int`` (32 bits) or ``long`` (64 bits); map keys may be quoted or not."""
+    """Java ``int`` (32 bits) or ``long`` (64 bits).
+
+    Digit strings are accepted as fastjson does: BrowserCompatible writes longs beyond
+    2**53 as strings, and map keys arrive quoted in standard JSON.
+    """
 
     def __init__(self, bits):
         self.low, self.high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
     def decode(self, value, path):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str):
+            digits = value[1:] if value[:1] == "-" else value
+            if not (digits.isascii() and digits.isdigit()):
+                _fail(path, "%r is not an integer" % value)
+            value = int(value)
+        elif isinstance(value, bool) or not isinstance(value, int):
             _fail(path, "expected an integer, got %s" % type(value).__name__)
         if not self.low <= value <= self.high:
             _fail(path, "integer %d out of range" % value)
         return value
-
-    def decode_key(self, key, path):
-        if isinstance(key, str):
-            text = key[1:] if key[:1] in "-+" else key
-            if not (text.isascii() and text.isdigit()):
-                _fail(path, "map key %r is not an integer" % key)
-            key = int(key)
-        return self.decode(key, path)
 
 
 class _Bool(JavaType):
@@ -162,9 +163,14 @@ class BeanOf(JavaType):
         return value.to_value()
 
     def decode_key(self, key, path):
-        if not isinstance(key, fastjson.ObjectKey):
+        if isinstance(key, str):  # BrowserCompatible writes the key's JSON as a string
+            key = fastjson.loads(key.encode("utf-8", "surrogatepass"))
+            members = key if isinstance(key, dict) else None
+        else:
+            members = key.members if isinstance(key, fastjson.ObjectKey) else None
+        if members is None:
             _fail(path, "map key %r is not an object" % (key,))
-        return self.decode(key.members, path)
+        return self.decode(members, path)
 
     def encode_key(self, key):
         return fastjson.ObjectKey(key.to_value())
