@@ -193,8 +193,8 @@ class IndexFile:
         if h.begin_timestamp <= 0:
             time_diff = 0
         else:
-            time_diff = int((store_timestamp - h.begin_timestamp) / 1000)  # Java truncates
-            time_diff = min(max(time_diff, 0), _INT_MAX)
+            elapsed = store_timestamp - h.begin_timestamp
+            time_diff = min(elapsed // 1000, _INT_MAX) if elapsed >= 0 else 0
         pos = entry_position(count, self.hash_slot_num)
         self.buffer[pos:pos + INDEX_SIZE] = encode_entry((key_hash, phy_offset, time_diff, slot_value))
         self.buffer[slot_pos:slot_pos + HASH_SLOT_SIZE] = _SLOT.pack(count)

@@ -332,6 +332,11 @@ final class StoreFamily implements Main.Family {
                 int hash = s.hashCode();
                 Map<String, Object> f = new LinkedHashMap<>();
                 f.put("op", "hash");
+                JSONArray units = new JSONArray();  // UTF-16 code units: getBytes would replace lone surrogates
+                for (char ch : s.toCharArray()) {
+                    units.add((int) ch);
+                }
+                f.put("units", units);
                 f.put("hash_code", hash);
                 f.put("math_abs", Math.abs(hash));
                 kind.add("hash-" + i++, f, s.getBytes(StandardCharsets.UTF_16BE));
@@ -520,17 +525,24 @@ final class StoreFamily implements Main.Family {
                 if (max <= 0) {
                     continue;
                 }
-                GetMessageResult r = store.getMessage("g", topic, q, 0, (int) max + 10, null);
                 JSONArray msgs = new JSONArray();
-                for (ByteBuffer b : r.getMessageBufferList()) {
-                    MessageExt m = MessageDecoder.decode(b, false, false);
-                    JSONObject mf = new JSONObject(new LinkedHashMap<>());
-                    mf.put("commit_log_offset", m.getCommitLogOffset());
-                    mf.put("queue_offset", m.getQueueOffset());
-                    mf.put("uniq_key", m.getProperty("UNIQ_KEY"));
-                    msgs.add(mf);
+                // one call stops at a consume-queue file boundary: continue from nextBeginOffset
+                for (long next = 0; next < max; ) {
+                    GetMessageResult r = store.getMessage("g", topic, q, next, 32, null);
+                    for (ByteBuffer buf : r.getMessageBufferList()) {
+                        MessageExt m = MessageDecoder.decode(buf, false, false);
+                        JSONObject mf = new JSONObject(new LinkedHashMap<>());
+                        mf.put("commit_log_offset", m.getCommitLogOffset());
+                        mf.put("queue_offset", m.getQueueOffset());
+                        mf.put("uniq_key", m.getProperty("UNIQ_KEY"));
+                        msgs.add(mf);
+                    }
+                    r.release();
+                    if (r.getNextBeginOffset() <= next) {
+                        break;
+                    }
+                    next = r.getNextBeginOffset();
                 }
-                r.release();
                 queues.put(topic + "/" + q, msgs);
             }
         }
