@@ -19,6 +19,8 @@ import org.apache.rocketmq.remoting.protocol.RemotingCommand;
  * record encoder ({@code CommitLog.MessageExtEncoder}), whose constructor is package-private.
  *
  * Usage: CodecBench SECONDS_PER_OP BODY_SIZE; prints one JSON object of operations per second.
+ * CodecBench inputs BODY_SIZE prints the inputs instead, as hex: the request frame (without
+ * its length prefix), the record the broker's encoder writes and the stored record decoded.
  */
 public final class CodecBench {
     private static volatile Object sink;
@@ -31,7 +33,6 @@ public final class CodecBench {
     }
 
     public static void main(String[] args) throws Exception {
-        double seconds = Double.parseDouble(args[0]);
         int bodySize = Integer.parseInt(args[1]);
         System.setProperty(RemotingCommand.REMOTING_VERSION_KEY, "409");
 
@@ -40,6 +41,18 @@ public final class CodecBench {
         CommitLog.MessageExtEncoder encoder = new CommitLog.MessageExtEncoder(4 * 1024 * 1024);
         byte[] record = MessageDecoder.encode(storedMessage(bodySize), false);
         ByteBuffer unit = ByteBuffer.allocate(20);
+        if (args[0].equals("inputs")) {
+            inner.setBodyCRC(UtilAll.crc32(inner.getBody()));
+            encoder.encode(inner);
+            ByteBuffer encoded = encoder.getEncoderBuffer();
+            byte[] written = new byte[encoded.remaining()];
+            encoded.get(written);
+            System.out.println("{\"frame\":\"" + UtilAll.bytes2string(frame)
+                + "\",\"encoded_record\":\"" + UtilAll.bytes2string(written)
+                + "\",\"stored_record\":\"" + UtilAll.bytes2string(record) + "\"}");
+            return;
+        }
+        double seconds = Double.parseDouble(args[0]);
 
         Map<String, Op> ops = new LinkedHashMap<>();
         ops.put("frame_decode", () -> sink = RemotingCommand.decode(ByteBuffer.wrap(frame)));
