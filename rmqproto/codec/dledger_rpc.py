@@ -471,8 +471,8 @@ class _NonNullEntryList(_List):
 class PushEntryRequest(RequestOrResponse):
     """Leader → follower replication (AppendEntries): one ``entry`` or a ``batch_entry`` list.
 
-    ``total_size`` is the sum of the batch entries' ``size`` fields, as ``addEntry``
-    accumulates it (a single ``entry`` does not count). Java's decoder leaves
+    ``total_size`` is the (Java ``int``) sum of the batch entries' ``size`` fields, as
+    ``addEntry`` accumulates it (a single ``entry`` does not count). Java's decoder leaves
     ``totalSize`` at 0 because it has no setter.
     """
 
@@ -485,7 +485,8 @@ class PushEntryRequest(RequestOrResponse):
 
     @property
     def total_size(self):
-        return sum(e.size for e in self.batch_entry)
+        total = sum(e.size for e in self.batch_entry) & 0xFFFFFFFF  # a Java int sum wraps
+        return total - (1 << 32) if total & 0x80000000 else total
 
     def _ends(self):
         if self.batch_entry:

@@ -166,7 +166,7 @@ entries = st.builds(DLedgerEntry, index=INT64, term=INT64, body=st.binary(max_si
                     body_crc=INT32)
 
 
-@settings(max_examples=80)
+@settings(max_examples=80, deadline=None)
 @given(entries)
 def test_entry_round_trip_and_fast_equals_declared(entry):
     data = dledger.encode_entry(entry)
@@ -176,7 +176,7 @@ def test_entry_round_trip_and_fast_equals_declared(entry):
     assert dledger.encode_entry(decoded) == data
 
 
-@settings(max_examples=80)
+@settings(max_examples=80, deadline=None)
 @given(INT32, INT64, INT32, INT64, INT64)
 def test_index_round_trip_and_fast_equals_declared(magic, pos, size, index, term):
     data = dledger.encode_index(pos, size, magic, index, term)
@@ -186,7 +186,7 @@ def test_index_round_trip_and_fast_equals_declared(magic, pos, size, index, term
     assert dledger.encode_index(unit.pos, unit.size, unit.magic, unit.index, unit.term) == data
 
 
-@settings(max_examples=50)
+@settings(max_examples=50, deadline=None)
 @given(st.integers(8, 4096))
 def test_blank_round_trip(length):
     data = dledger.encode_blank(length)
@@ -195,7 +195,7 @@ def test_blank_round_trip(length):
     assert dledger.BLANK.build(dledger.BLANK.parse(data)) == data[:8]
 
 
-@settings(max_examples=50)
+@settings(max_examples=50, deadline=None)
 @given(st.integers(0, 2 ** 63 - 1), INT64, INT64,
        st.one_of(st.none(), st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7e,
                                                   blacklist_characters="\\"), min_size=1)))
@@ -216,7 +216,7 @@ def test_blank_magic_is_not_an_entry():
 VALID = [bytes.fromhex(v["hex"]) for kind in KINDS for v in load_vectors(kind)]
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(fuzz_inputs(VALID))
 def test_decoders_raise_only_codec_errors(data):
     for kind in KINDS:

@@ -146,7 +146,7 @@ def test_java_decodes_our_encodings(java_interop):
 
 # ---------------------------------------------------------------- 4. properties
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_fast_paths_equal_declarations(data):
     layouts = [ha.SLAVE_REPORT, ha.TRANSFER_HEADER, ha.AUTO_SWITCH_SLAVE_HANDSHAKE,
@@ -163,7 +163,7 @@ def test_fast_paths_equal_declarations(data):
         assert layout.pack(*layout.unpack(packed)) == packed
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2 ** 62), st.binary(max_size=40)), max_size=6),
        st.lists(st.integers(1, 30), min_size=1, max_size=10))
 def test_transfer_reader_any_chunking(transfers, cuts):
@@ -189,7 +189,7 @@ def test_transfer_reader_any_chunking(transfers, cuts):
     assert all(done for _, _, done in rebuilt)
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 2 ** 63 - 1), min_size=1, max_size=8),
        st.lists(st.integers(1, 13), min_size=1, max_size=8))
 def test_slave_report_reader_keeps_newest(offsets, cuts):
@@ -224,7 +224,7 @@ def test_heartbeat_is_one_empty_complete_piece():
 VALID = [bytes.fromhex(v["hex"]) for kind in KINDS for v in load_vectors(kind)]
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(fuzz_inputs(VALID))
 def test_decoders_raise_only_codec_errors(data):
     for kind in KINDS:
