@@ -27,7 +27,7 @@ __all__ = [
     "MAGIC_1", "CURRENT_MAGIC", "BLANK_MAGIC_CODE", "MIN_BLANK_LEN", "POS_OFFSET", "HEADER_SIZE",
     "BODY_OFFSET", "INDEX_UNIT_SIZE", "DATA_FILE_SIZE", "INDEX_FILE_SIZE",
     "ENTRY_HEADER", "ENTRY", "INDEX_UNIT", "BLANK", "DLedgerEntry",
-    "encode_entry", "decode_entry", "encode_index", "decode_index", "encode_blank",
+    "encode_entry", "decode_entry", "build_entry_declared", "parse_entry_declared", "encode_index", "decode_index", "encode_blank",
     "decode_blank", "is_blank", "file_name", "file_offset", "store_paths",
     "encode_properties", "decode_properties",
     "CHECKPOINT_KEYS", "CHECKPOINT_KEYS_JAVA8", "CURRTERM_KEYS",
