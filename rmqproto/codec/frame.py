@@ -188,7 +188,7 @@ def decode_json_header(data, serialize_type=SERIALIZE_JSON):
         if not isinstance(ext, dict):
             raise MalformedHeaderError("extFields is not an object")
         for key, value in ext.items():
-            if value is not None and not isinstance(value, str):
+            if type(value) is not str and value is not None:
                 if isinstance(value, (dict, list)):
                     raise MalformedHeaderError("extFields value of %r is not a string" % key)
                 ext[key] = orjson.dumps(value).decode()

@@ -81,7 +81,8 @@ final class RemotingFamily implements Main.Family {
         decoders.put("frame_command", (bytes, request) -> commandFields(decodeFrame(bytes)));
         decoders.put("header_ext_fields", (bytes, request) -> {
             RemotingCommand cmd = decodeFrame(bytes);
-            CommandCustomHeader header = cmd.decodeCommandCustomHeader(headerClass(request.getString("class")));
+            String name = request.containsKey("class") ? request.getString("class") : cmd.getRemark();
+            CommandCustomHeader header = cmd.decodeCommandCustomHeader(headerClass(name));
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("extFields", cmd.getExtFields());
             out.put("values", headerValues(header));
