@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from rmqproto.codec import headers as H
 from rmqproto.codec.codes import RequestCode
 from rmqproto.codec.frame import (
-    FLAG_RESPONSE, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, RemotingCommand, decode_frame,
+    SERIALIZE_JSON, SERIALIZE_ROCKETMQ, RemotingCommand, decode_frame,
     encode_frame)
 from rmqproto.errors import CodecError, MissingFieldError
 from support.interop import load_vectors
