@@ -383,27 +383,36 @@ class FrameDecoder:
         self._buffer = bytearray()
 
     def feed(self, data):
+        """Add ``data``; the list of frames it completes (raises on a bad length prefix)."""
+        return list(self.iter_feed(data))
+
+    def iter_feed(self, data):
+        """Add ``data`` and yield the frames it completes, one by one.
+
+        Frames before a bad length prefix are yielded before the error is raised, as
+        Netty passes them on before closing the channel.
+        """
         buf = self._buffer
         buf += data
-        frames = []
         pos = 0
         size = len(buf)
-        while size - pos >= 4:
-            length = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
-            if length < 4:
-                raise BadHeaderLengthError("frame length %d is too small" % length)
-            if length + 4 > self.max_frame_length:
-                raise FrameTooLargeError(
-                    "frame of %d bytes exceeds the %d-byte limit" % (length + 4,
-                                                                    self.max_frame_length))
-            end = pos + 4 + length
-            if end > size:
-                break
-            frames.append(bytes(buf[pos + 4:end]))
-            pos = end
-        if pos:
-            del buf[:pos]
-        return frames
+        try:
+            while size - pos >= 4:
+                length = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
+                if length < 4:
+                    raise BadHeaderLengthError("frame length %d is too small" % length)
+                if length + 4 > self.max_frame_length:
+                    raise FrameTooLargeError("frame of %d bytes exceeds the %d-byte limit"
+                                             % (length + 4, self.max_frame_length))
+                end = pos + 4 + length
+                if end > size:
+                    break
+                frame = bytes(buf[pos + 4:end])
+                pos = end
+                yield frame
+        finally:
+            if pos:
+                del buf[:pos]
 
     @property
     def buffered(self):

@@ -107,7 +107,7 @@ class RemotingProtocol(Protocol):
         self.last_activity = self.reactor.seconds()
         self._batch = []
         try:
-            for frame in self._decoder.feed(data):
+            for frame in self._decoder.iter_feed(data):
                 self._command_received(decode_frame(frame))
         except CodecError as exc:
             self._flush()

@@ -239,3 +239,22 @@ def test_client_rejects_a_bad_address():
     assert parse_address("10.0.0.1:9876") == ("10.0.0.1", 9876)
     failed = results_of(RemotingClient(Clock()).invoke("no-port", request(105)))
     assert isinstance(failed[0].value, RemotingConnectionError)
+
+
+def test_requests_before_a_bad_length_prefix_in_the_same_read_are_answered():
+    """Netty passes on the frames it completed before the bad prefix, then closes."""
+    from rmqproto.codec.frame import RemotingCommand, decode_frame, encode_frame
+    from rmqproto.remoting import RequestDispatcher
+    from rmqproto.remoting.protocol import RemotingProtocol
+    from twisted.internet.task import Clock
+    from twisted.internet.testing import StringTransport
+
+    dispatcher = RequestDispatcher()
+    dispatcher.register(1, lambda request, context: request.response(0))
+    protocol = RemotingProtocol(dispatcher, Clock())
+    transport = StringTransport()
+    protocol.makeConnection(transport)
+    protocol.dataReceived(encode_frame(RemotingCommand(1, opaque=5)) + b"\x7f\xff\xff\xff")
+    answer = decode_frame(transport.value()[4:])
+    assert (answer.opaque, answer.code) == (5, 0)
+    assert transport.disconnecting
