@@ -233,7 +233,7 @@ _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
 _LITERALS = {"true": True, "false": False, "null": None}
-_MAX_DEPTH = 512
+_MAX_DEPTH = 200  # RocketMQ bodies nest a handful of levels
 
 
 class _Reader:
@@ -355,7 +355,10 @@ def loads(data):
         text = bytes(data).decode("utf-8")
     except (UnicodeDecodeError, TypeError, ValueError) as exc:
         raise MalformedHeaderError("invalid JSON: %s" % (exc,)) from None
-    return _Reader(text).document()
+    try:
+        return _Reader(text).document()
+    except RecursionError:
+        raise MalformedHeaderError("invalid JSON: nesting too deep") from None
 
 
 def _java_key_hash(key, long_keys):
