@@ -506,10 +506,21 @@ CheckTransactionStateRequestHeader = _rpc(
     "CheckTransactionStateRequestHeader",
     _required("tranStateTableOffset", L), _required("commitLogOffset", L), Field("msgId", S),
     Field("transactionId", S), Field("offsetMsgId", S))
-CheckTransactionStateResponseHeader = _header(
-    "CheckTransactionStateResponseHeader",
-    _required("producerGroup", S), _required("tranStateTableOffset", L),
-    _required("commitLogOffset", L), _required("commitOrRollback", I))
+
+
+class CheckTransactionStateResponseHeader(CustomHeader):
+    """``CheckTransactionStateResponseHeader``: ``commitOrRollback`` must be COMMIT (8) or ROLLBACK (12)."""
+
+    java_class = _PROTOCOL + "CheckTransactionStateResponseHeader"
+    fields = (
+        _required("producerGroup", S), _required("tranStateTableOffset", L),
+        _required("commitLogOffset", L), _required("commitOrRollback", I))
+
+    def check_fields(self):
+        if self.commit_or_rollback not in _END_TRANSACTION_TYPES[1:]:
+            raise CodecError("commitOrRollback field wrong: %r" % (self.commit_or_rollback,))
+
+
 ResumeCheckHalfMessageRequestHeader = _header(
     "ResumeCheckHalfMessageRequestHeader", Field("msgId", S))
 

@@ -101,7 +101,7 @@ _VALUES = {
     "Long": st.integers(-2 ** 63, 2 ** 63 - 1), "long": st.integers(-2 ** 63, 2 ** 63 - 1),
     "Boolean": st.booleans(), "boolean": st.booleans(),
 }
-_CHECKED = {"commitOrRollback": st.sampled_from([0, 8, 12]),
+_CHECKED = {"commitOrRollback": st.sampled_from([8, 12]),  # 0 is valid only for EndTransaction
             "topicFilterType": st.sampled_from(["SINGLE_TAG", "MULTI_TAG"])}
 
 
@@ -265,3 +265,16 @@ def test_double_fields_format_like_java(value, text):
     double = H.Field("ratio", "Double").type
     assert double.format(value) == text
     assert double.parse(text) == value or value != value
+
+
+@pytest.mark.parametrize("cls,valid", [(H.EndTransactionRequestHeader, (0, 8, 12)),
+                                       (H.CheckTransactionStateResponseHeader, (8, 12))])
+def test_commit_or_rollback_checks_match_java(cls, valid):
+    base = {f.wire: "1" for f in cls.all_fields if f.required}
+    for value in range(-1, 14):
+        ext = dict(base, commitOrRollback=str(value))
+        if value in valid:
+            assert cls.from_ext_fields(ext).commit_or_rollback == value
+        else:
+            with pytest.raises(CodecError, match="commitOrRollback field wrong"):
+                cls.from_ext_fields(ext)
