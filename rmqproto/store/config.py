@@ -1,0 +1,77 @@
+"""The store's settings: ``MessageStoreConfig`` property names and defaults (reference §3, §4.4).
+
+A Java ``broker.conf`` sets these directly; the broker merges them with its own settings.
+"""
+
+import os
+
+from rmqproto.config import Setting, Settings
+
+__all__ = ["STORE_SETTINGS", "BROKER_ROLES", "FLUSH_DISK_TYPES", "store_paths"]
+
+BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
+FLUSH_DISK_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
+
+STORE_SETTINGS = Settings(
+    Setting("storePathRootDir", os.path.join(os.path.expanduser("~"), "store"),
+            "root directory of the store"),
+    Setting("storePathCommitLog", "", "commit-log directory [default: <storePathRootDir>/commitlog]"),
+    Setting("mappedFileSizeCommitLog", 1024 * 1024 * 1024, "bytes per commit-log segment"),
+    Setting("mappedFileSizeConsumeQueue", 300_000 * 20, "bytes per consume-queue file"),
+    Setting("flushDiskType", "ASYNC_FLUSH", "ASYNC_FLUSH or SYNC_FLUSH", choices=FLUSH_DISK_TYPES),
+    Setting("flushIntervalCommitLog", 500, "ms between asynchronous commit-log flushes"),
+    Setting("flushCommitLogLeastPages", 4, "dirty pages needed for an asynchronous flush"),
+    Setting("flushCommitLogThoroughInterval", 10_000, "ms after which any dirty page is flushed"),
+    Setting("flushIntervalConsumeQueue", 1000, "ms between consume-queue flushes"),
+    Setting("flushConsumeQueueLeastPages", 2, "dirty pages needed for a consume-queue flush"),
+    Setting("flushConsumeQueueThoroughInterval", 60_000, "ms after which any dirty CQ page is flushed"),
+    Setting("syncFlushTimeout", 5000, "ms a SYNC_FLUSH send waits before FLUSH_DISK_TIMEOUT"),
+    Setting("fileReservedTime", 72, "hours a commit-log file is kept"),
+    Setting("deleteWhen", "04", "hours of the day (two digits, ';'-separated) to delete expired files"),
+    Setting("diskMaxUsedSpaceRatio", 75, "disk usage percentage above which files are deleted early"),
+    Setting("cleanResourceInterval", 10_000, "ms between retention checks"),
+    Setting("deleteCommitLogFilesInterval", 100, "ms between deleting two commit-log files"),
+    Setting("destroyMapedFileIntervalForcibly", 120_000, "ms before a busy file is deleted anyway"),
+    Setting("cleanFileForciblyEnable", True, "delete files early when the disk is nearly full"),
+    Setting("maxMessageSize", 4 * 1024 * 1024, "largest message body in bytes"),
+    Setting("checkCRCOnRecover", True, "verify body CRCs while recovering"),
+    Setting("messageIndexEnable", True, "index message keys and unique keys"),
+    Setting("maxHashSlotNum", 5_000_000, "hash slots per index file"),
+    Setting("maxIndexNum", 20_000_000, "entries per index file"),
+    Setting("maxMsgsNumBatch", 64, "most messages a key query returns"),
+    Setting("defaultQueryMaxNum", 32, "messages a key query returns by default"),
+    Setting("messageIndexSafe", False, "recover the index from the checkpoint conservatively"),
+    Setting("maxTransferBytesOnMessageInMemory", 256 * 1024, "pull size cap, data in memory"),
+    Setting("maxTransferCountOnMessageInMemory", 32, "pull count cap, data in memory"),
+    Setting("maxTransferBytesOnMessageInDisk", 64 * 1024, "pull size cap, data on disk"),
+    Setting("maxTransferCountOnMessageInDisk", 8, "pull count cap, data on disk"),
+    Setting("accessMessageInMemoryMaxRatio", 40, "percent of RAM considered 'in memory'"),
+    Setting("messageDelayLevel", "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+            "delay of each delay level"),
+    Setting("flushDelayOffsetInterval", 10_000, "ms between persisting delay offsets"),
+    Setting("brokerRole", "ASYNC_MASTER", "ASYNC_MASTER, SYNC_MASTER or SLAVE", choices=BROKER_ROLES),
+    Setting("haListenPort", 10912, "HA port [forced to listenPort + 1, as Java 4.x does]"),
+    Setting("haSendHeartbeatInterval", 5000, "ms of HA silence before a heartbeat / report"),
+    Setting("haHousekeepingInterval", 20_000, "ms after which a silent HA connection is closed"),
+    Setting("haTransferBatchSize", 32 * 1024, "most commit-log bytes in one HA transfer"),
+    Setting("haMasterAddress", "", "HA address of the master (a slave; else learned from the NameServer)"),
+    Setting("haSlaveFallbehindMax", 256 * 1024 * 1024, "bytes a slave may lag and still count as in sync"),
+    Setting("slaveTimeout", 3000, "ms a SYNC_MASTER send waits for a slave ack"),
+    Setting("offsetCheckInSlave", False, "correct pull offsets on a slave too"),
+    Setting("osPageCacheBusyTimeOutMills", 1000, "ms a put may hold the store before OS_PAGECACHE_BUSY"),
+)
+
+
+def store_paths(config):
+    """The store's directories and files for ``config`` (reference §3.1)."""
+    root = config["storePathRootDir"]
+    return {
+        "root": root,
+        "commitlog": config["storePathCommitLog"] or os.path.join(root, "commitlog"),
+        "consumequeue": os.path.join(root, "consumequeue"),
+        "index": os.path.join(root, "index"),
+        "checkpoint": os.path.join(root, "checkpoint"),
+        "abort": os.path.join(root, "abort"),
+        "lock": os.path.join(root, "lock"),
+        "config": os.path.join(root, "config"),
+    }
