@@ -179,20 +179,25 @@ class NameServerProcessor:
             body=stored.to_json() if stored is not None else b"")
 
     def wipe_write_perm_of_broker(self, request, context):
-        header = h.WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
-        count = self.route_info.wipe_write_perm_of_broker(header.broker_name)
-        log.info("wipe write perm of broker[{name}], client: {peer}, {count}",
-                 name=header.broker_name, peer=context.peer, count=count)
-        return request.response(R.SUCCESS, ext_fields=h.WipeWritePermOfBrokerResponseHeader(
-            wipe_topic_count=count).to_ext_fields())
+        return self._change_write_perm(request, context, "wipe",
+                                       h.WipeWritePermOfBrokerRequestHeader,
+                                       self.route_info.wipe_write_perm_of_broker,
+                                       lambda count: h.WipeWritePermOfBrokerResponseHeader(
+                                           wipe_topic_count=count))
 
     def add_write_perm_of_broker(self, request, context):
-        header = h.AddWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
-        count = self.route_info.add_write_perm_of_broker(header.broker_name)
-        log.info("add write perm of broker[{name}], client: {peer}, {count}",
+        return self._change_write_perm(request, context, "add",
+                                       h.AddWritePermOfBrokerRequestHeader,
+                                       self.route_info.add_write_perm_of_broker,
+                                       lambda count: h.AddWritePermOfBrokerResponseHeader(
+                                           add_topic_count=count))
+
+    def _change_write_perm(self, request, context, verb, request_header, change, response_header):
+        header = request_header.from_ext_fields(request.ext_fields)
+        count = change(header.broker_name)
+        log.info("{verb} write perm of broker[{name}], client: {peer}, {count}", verb=verb,
                  name=header.broker_name, peer=context.peer, count=count)
-        return request.response(R.SUCCESS, ext_fields=h.AddWritePermOfBrokerResponseHeader(
-            add_topic_count=count).to_ext_fields())
+        return request.response(R.SUCCESS, ext_fields=response_header(count).to_ext_fields())
 
     # ------------------------------------------------------------ routes and topics
 

@@ -9,13 +9,11 @@ Every process runs on 127.0.0.1 with a small heap and is killed when its owner s
 import fcntl
 import functools
 import os
-import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 from support.interop import JAVA_FLAGS, java_available
+from support.processes import ManagedProcess, free_port, wait_for_port  # noqa: F401 (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS_DIR = ROOT / "tests" / "javapeers"
@@ -29,77 +27,9 @@ _LOGBACK = """<configuration>
 """
 
 
-def free_port(count=1, step=1):
-    """A port p such that p, p+step, … (``count`` of them) are all free on 127.0.0.1."""
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        ports = [base + i * step for i in range(count)]
-        if max(ports) < 65000 and all(_port_free(p) for p in ports):
-            return base
-
-
-def _port_free(port):
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
 def broker_port():
     """A broker ``listenPort`` whose VIP port (−2) and HA port (+1) are free too."""
     return free_port(4) + 2
-
-
-def wait_for_port(port, timeout=60.0, process=None):
-    """Block until something accepts on 127.0.0.1:``port``; raise if the process dies first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError("process exited with %s before listening on %d:\n%s"
-                               % (process.returncode, port, process.output()))
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError("nothing listening on port %d after %.0f s" % (port, timeout))
-
-
-class JavaProcess:
-    """A running Java process with its output captured in a log file."""
-
-    def __init__(self, args, log_path, cwd):
-        self.log_path = Path(log_path)
-        self._log = open(self.log_path, "wb")
-        self.popen = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=cwd,
-                                      start_new_session=True)
-
-    def poll(self):
-        return self.popen.poll()
-
-    @property
-    def returncode(self):
-        return self.popen.returncode
-
-    def output(self):
-        if not self._log.closed:
-            self._log.flush()
-        return self.log_path.read_text(errors="replace")
-
-    def kill(self, sig=signal.SIGKILL):
-        """Send ``sig`` (kill -9 by default) and wait for the process to end."""
-        if self.popen.poll() is None:
-            os.killpg(self.popen.pid, sig)
-            try:
-                self.popen.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait()
-        self._log.close()
 
 
 @functools.lru_cache(maxsize=None)
@@ -150,7 +80,7 @@ class JavaPeers:
 
     def start(self, name, classpath, main, *args, port=None, timeout=90.0):
         """Start a Java main class; wait for ``port`` when given."""
-        process = JavaProcess(self._java(classpath, main, *args),
+        process = ManagedProcess(self._java(classpath, main, *args),
                               self.workdir / (name + ".log"), cwd=self.workdir)
         self.processes.append(process)
         if port is not None:
