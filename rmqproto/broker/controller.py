@@ -1,0 +1,138 @@
+"""One broker's parts wired together: Java's ``BrokerController`` (reference §2.3, §6).
+
+``BrokerController(config, reactor)`` holds the settings dict (``config``, Java property
+names), the ``reactor``, the message ``store``, the ``topic_config_manager``, the request
+``dispatcher``, the ``client`` used to call NameServers and clients, the NameServer
+``registration``, and the consume side's managers (``consumer_offset_manager``,
+``subscription_group_manager``, ``client_manager``) with their processors. It does not
+listen on a port: :mod:`rmqproto.services.broker` does.
+"""
+
+import importlib
+import os
+
+from twisted.internet import defer
+from twisted.logger import Logger
+
+from rmqproto.broker.config import broker_addr
+from rmqproto.broker.processors.admin import AdminBrokerProcessor
+from rmqproto.broker.processors.send import SendMessageProcessor
+from rmqproto.broker.registration import BrokerRegistration
+from rmqproto.broker.topicconfig import TopicConfigManager, topic_config_path
+from rmqproto.codec.bodies.topic import DataVersion
+from rmqproto.remoting import RemotingClient, RequestDispatcher
+
+__all__ = ["BrokerController", "config_path", "create_store"]
+
+log = Logger()
+
+
+def config_path(config, name):
+    """``<storePathRootDir>/config/<name>`` (``BrokerPathConfigHelper``)."""
+    return os.path.join(config["storePathRootDir"], "config", name)
+
+
+def create_store(config, reactor):
+    """The store named by ``messageStorePlugIn``: empty means the default store."""
+    if config.get("messageStorePlugIn"):
+        raise NotImplementedError("store plugins are not supported yet: %r"
+                                  % config["messageStorePlugIn"])
+    from rmqproto.store.defaultstore import DefaultMessageStore
+
+    return DefaultMessageStore(config, reactor)
+
+
+def _optional(module, name):
+    """``module.name`` if the consume side provides it, else ``None``."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError:
+        return None
+
+
+class BrokerController:
+    """Everything one broker is made of; :meth:`start` and :meth:`shutdown` run it."""
+
+    def __init__(self, config, reactor, store=None):
+        self.config = config
+        self.reactor = reactor
+        self.store = store if store is not None else create_store(config, reactor)
+        self.topic_config_manager = TopicConfigManager(
+            config, reactor, topic_config_path(config["storePathRootDir"]))
+        self.config_data_version = DataVersion(timestamp=int(reactor.seconds() * 1000))
+        self.msg_put_total = 0
+        self.msg_get_total = 0
+        self.dispatcher = RequestDispatcher()
+        self.client = RemotingClient(reactor, self.dispatcher)
+        self.registration = BrokerRegistration(self)
+        # a topic created on the send path is announced at once, oneway (Java's registerBrokerAll(false, true, true))
+        self.topic_config_manager.created_listeners.append(
+            lambda topic_config: self.registration.register_all(oneway=True))
+        self.send_processor = SendMessageProcessor(self)
+        self.send_processor.register_with(self.dispatcher)
+        self.admin_processor = AdminBrokerProcessor(self)
+        self.admin_processor.register_with(self.dispatcher)
+        self._create_consume_side()
+
+    def _create_consume_side(self):
+        offsets = _optional("rmqproto.broker.offsets", "ConsumerOffsetManager")
+        groups = _optional("rmqproto.broker.subscriptions", "SubscriptionGroupManager")
+        clients = _optional("rmqproto.broker.clients", "ClientManager")
+        self.consumer_offset_manager = (
+            offsets(config_path(self.config, "consumerOffset.json")) if offsets else None)
+        self.subscription_group_manager = (
+            groups(config_path(self.config, "subscriptionGroup.json")) if groups else None)
+        self.client_manager = clients(self) if clients else None
+        register = _optional("rmqproto.broker.processors.consume", "register")
+        if register is not None:
+            register(self)
+
+    def _managers(self):
+        return [m for m in (self.topic_config_manager, self.consumer_offset_manager,
+                            self.subscription_group_manager) if m is not None]
+
+    @property
+    def broker_addr(self):
+        return broker_addr(self.config)
+
+    def start(self):
+        """Load metadata and the store, start the store, register with the NameServers.
+
+        Fires once the first registration round is over.
+        """
+        for manager in self._managers():
+            load = getattr(manager, "load", None)
+            if load is not None:
+                load()
+        self.store.load()
+        self.store.start()
+        for part in (self.client_manager,):
+            start = getattr(part, "start", None)
+            if start is not None:
+                start()
+        log.info("The broker[{name}, {addr}] boot success. serializeType=JSON and name server "
+                 "is {namesrv}", name=self.config["brokerName"], addr=self.broker_addr,
+                 namesrv=self.config["namesrvAddr"])
+        return self.registration.start()
+
+    @defer.inlineCallbacks
+    def shutdown(self):
+        """Unregister from the NameServers, persist metadata, shut the store down (flush,
+        remove ``abort``), close outgoing connections."""
+        self.registration.stop()
+        for part in (self.client_manager,):
+            stop = getattr(part, "shutdown", None)
+            if stop is not None:
+                stop()
+        try:
+            yield self.registration.unregister_all()
+        except Exception:
+            log.failure("unregisterBrokerAll failed")
+        for manager in self._managers():
+            persist = getattr(manager, "persist", None)
+            if persist is not None:
+                persist()
+        self.store.shutdown()
+        yield self.client.close()
+        log.info("The broker[{name}, {addr}] shut down", name=self.config["brokerName"],
+                 addr=self.broker_addr)

@@ -1,0 +1,307 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, answered as Java's
+``SendMessageProcessor`` does (reference §2.3, §3.4, §3.6).
+
+The checks run in Java's order (``preSend`` → ``msgCheck``): start-accept time, broker
+permission for order topics, topic name, not-allowed-send topics, topic lookup or
+auto-creation from the default topic (``%RETRY%`` topics with one queue), queue id.
+Then a message to a ``%RETRY%`` topic that has been reconsumed too often goes to the
+group's ``%DLQ%`` topic, the broker adds ``CLUSTER``, and the record goes to the store,
+whose :class:`~rmqproto.store.results.PutMessageStatus` becomes the response code.
+Every answer carries ``MSG_REGION`` and ``TRACE_ON``.
+
+Stored properties are written in the order Java's ``HashMap`` iterates them, without
+``WAIT`` (Java drops it from the stored string to save space).
+"""
+
+import random
+import shutil
+import time
+from functools import lru_cache
+
+from twisted.logger import Logger
+
+from rmqproto.broker.config import is_slave, store_host
+from rmqproto.broker.topicconfig import (
+    RETRY_GROUP_TOPIC_PREFIX, TRANS_HALF_TOPIC, dlq_topic, is_not_allowed_send_topic,
+    topic_config_string, validate_topic,
+)
+from rmqproto.codec import headers as h
+from rmqproto.codec.bodies.topic import PERM_READ, PERM_WRITE, TopicFilterType
+from rmqproto.codec.codes import MQVersion, RequestCode as RC, ResponseCode as R
+from rmqproto.codec.fastjson import java_hashmap_order
+from rmqproto.codec.message import (
+    MULTI_TAGS_FLAG, PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_MSG_REGION,
+    PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TRACE_SWITCH,
+    PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK, TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch, string_to_properties,
+)
+from rmqproto.remoting.client import parse_address
+from rmqproto.store.results import PutMessageStatus as S
+
+__all__ = ["SendMessageProcessor", "FAQ_SUFFIX", "java_property_order", "put_status_response"]
+
+log = Logger()
+
+#: ``FAQUrl.suggestTodo(...)``: every FAQ constant of 4.9.x is the same page.
+FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+#: ``DLQ_NUMS_PER_GROUP``: a dead-letter topic has one queue.
+DLQ_NUMS_PER_GROUP = 1
+
+_RW = PERM_READ | PERM_WRITE
+
+
+@lru_cache(maxsize=1024)
+def _order(keys):
+    return tuple(java_hashmap_order(keys))
+
+
+def java_property_order(properties, drop=()):
+    """``properties`` re-ordered as Java's ``HashMap`` iterates them, without the names in
+    ``drop`` (removed after insertion, as Java does, so they still count for the capacity)."""
+    return {name: properties[name] for name in _order(tuple(properties)) if name not in drop}
+
+
+def _human_time(ms):
+    """``UtilAll.timeMillisToHumanString2``: local time ``yyyy-MM-dd HH:mm:ss,SSS``."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + ",%03d" % (ms % 1000)
+
+
+def _disk_util(config):
+    """The ``CL: … CQ: … INDEX: …`` used-space percentages of Java's remark."""
+    from rmqproto.store.config import store_paths
+
+    paths = store_paths(config)
+
+    def used(path):
+        try:
+            usage = shutil.disk_usage(path)
+        except OSError:
+            return -1.0
+        return 100.0 * (usage.total - usage.free) / usage.total if usage.total else -1.0
+
+    return "CL: %5.2f CQ: %5.2f INDEX: %5.2f" % (
+        used(paths["commitlog"]), used(paths["consumequeue"]), used(paths["index"]))
+
+
+def put_status_response(status, config):
+    """``handlePutMessageResult``: ``(response code, remark)`` of a store status."""
+    if status is S.PUT_OK:
+        return R.SUCCESS, None
+    if status in (S.FLUSH_DISK_TIMEOUT, S.FLUSH_SLAVE_TIMEOUT, S.SLAVE_NOT_AVAILABLE):
+        return R[status.name], None
+    if status is S.CREATE_MAPEDFILE_FAILED:
+        return R.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."
+    if status in (S.MESSAGE_ILLEGAL, S.PROPERTIES_SIZE_EXCEEDED):
+        return R.MESSAGE_ILLEGAL, (
+            "the message is illegal, maybe msg body or properties length not matched. msg body "
+            "length limit %dB, msg properties length limit 32KB." % config["maxMessageSize"])
+    if status is S.SERVICE_NOT_AVAILABLE:
+        return R.SERVICE_NOT_AVAILABLE, (
+            "service not available now. It may be caused by one of the following reasons: the "
+            "broker's disk is full [%s], messages are put to the slave, message store has been "
+            "shut down, etc." % _disk_util(config))
+    if status is S.OS_PAGECACHE_BUSY:
+        return R.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+    if status is S.UNKNOWN_ERROR:
+        return R.SYSTEM_ERROR, "UNKNOWN_ERROR"
+    return R.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
+
+
+class _Refused(Exception):
+    """A check failed: answer ``code`` with ``remark``."""
+
+    def __init__(self, code, remark=None):
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+class SendMessageProcessor:
+    """The send path of one broker (``controller``: config, store, topic_config_manager,
+    subscription_group_manager)."""
+
+    def __init__(self, controller):
+        self.controller = controller
+        self.config = controller.config
+        self.store_host = store_host(self.config)
+
+    def register_with(self, dispatcher):
+        for code in (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE):
+            dispatcher.register(int(code), self.process_request)
+
+    # ------------------------------------------------------------ answers
+
+    def _response_ext(self):
+        return {PROPERTY_MSG_REGION: self.config["regionId"],
+                PROPERTY_TRACE_SWITCH: "true" if self.config["traceOn"] else "false"}
+
+    def _answer(self, request, code, remark=None, header=None):
+        header = header or h.SendMessageResponseHeader()
+        ext = header.to_ext_fields(request.serialize_type, extra=self._response_ext())
+        return request.response(int(code), remark=remark, ext_fields=ext)
+
+    # ------------------------------------------------------------ processing
+
+    @staticmethod
+    def parse_request_header(request):
+        """``parseRequestHeader``: V1 for SEND_MESSAGE, V2 (turned into V1) for 310 and 320."""
+        if request.code == RC.SEND_MESSAGE:
+            return h.SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        return h.SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1()
+
+    def process_request(self, request, context):
+        header = self.parse_request_header(request)
+        try:
+            topic_config = self.pre_send(header, context)
+            queue_id = header.queue_id
+            if queue_id < 0:
+                queue_id = random.randrange(99999999) % topic_config.write_queue_nums
+            if is_slave(self.config):
+                raise _Refused(*put_status_response(S.SERVICE_NOT_AVAILABLE, self.config))
+            if header.batch:
+                records = self.batch_records(header, request.body, topic_config, queue_id, context)
+                put = self.controller.store.put_messages(records)
+            else:
+                record = self.message_record(header, request, topic_config, queue_id, context)
+                put = self.controller.store.put_message(record)
+        except _Refused as refused:
+            return self._answer(request, refused.code, refused.remark)
+        return put.addCallback(self._put_done, request, queue_id)
+
+    def _put_done(self, result, request, queue_id):
+        code, remark = put_status_response(result.status, self.config)
+        if not result.status.stored:
+            return self._answer(request, code, remark)
+        append = result.append_result
+        self.controller.msg_put_total += append.msg_num
+        header = h.SendMessageResponseHeader(msg_id=append.msg_id, queue_id=queue_id,
+                                             queue_offset=append.logics_offset)
+        return self._answer(request, code, None, header)
+
+    def pre_send(self, header, context):
+        """``preSend`` / ``msgCheck``: the topic's config, or :class:`_Refused`."""
+        now = int(self.controller.reactor.seconds() * 1000)
+        start = self.config["startAcceptSendRequestTimeStamp"]
+        if now < start:
+            raise _Refused(R.SYSTEM_ERROR, "broker unable to service, until %s" % _human_time(start))
+        manager = self.controller.topic_config_manager
+        topic = header.topic
+        if not self.config["brokerPermission"] & PERM_WRITE and manager.is_order_topic(topic):
+            raise _Refused(R.NO_PERMISSION, "the broker[%s] sending message is forbidden"
+                           % self.config["brokerIP1"])
+        invalid = validate_topic(topic)
+        if invalid is not None:
+            raise _Refused(R.SYSTEM_ERROR, invalid)
+        if is_not_allowed_send_topic(topic):
+            raise _Refused(R.NO_PERMISSION, "Sending message to topic[%s] is forbidden." % topic)
+        topic_config = manager.select_topic_config(topic)
+        if topic_config is None:
+            topic_config = self._create_topic(header, context)
+        valid = max(topic_config.write_queue_nums, topic_config.read_queue_nums)
+        if header.queue_id >= valid:
+            remark = "request queueId[%d] is illegal, %s Producer: %s" % (
+                header.queue_id, topic_config_string(topic_config), context.peer)
+            log.warn(remark)
+            raise _Refused(R.SYSTEM_ERROR, remark)
+        return topic_config
+
+    def _create_topic(self, header, context):
+        manager = self.controller.topic_config_manager
+        topic = header.topic
+        retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        sys_flag = 0
+        if header.unit_mode:
+            sys_flag = 2 if retry else 1  # TopicSysFlag.buildSysFlag(unit, hasUnitSub)
+        log.warn("the topic {topic} not exist, producer: {peer}", topic=topic, peer=context.peer)
+        topic_config = manager.create_topic_in_send_message_method(
+            topic, header.default_topic, context.peer, header.default_topic_queue_nums, sys_flag)
+        if topic_config is None and retry:
+            topic_config = manager.create_topic_in_send_message_back_method(topic, 1, _RW, sys_flag)
+        if topic_config is None:
+            raise _Refused(R.TOPIC_NOT_EXIST, "topic[%s] not exist, apply first please!%s"
+                           % (topic, FAQ_SUFFIX))
+        return topic_config
+
+    # ------------------------------------------------------------ records
+
+    def _sys_flag(self, header, topic_config):
+        sys_flag = header.sys_flag
+        if topic_config.topic_filter_type == TopicFilterType.MULTI_TAG:
+            sys_flag |= MULTI_TAGS_FLAG
+        return sys_flag
+
+    def _retry_or_dlq(self, header, request, topic_config, queue_id):
+        """``handleRetryAndDLQ``: ``(topic config, queue id)`` this message goes to.
+
+        Like Java, a message redirected to the DLQ keeps its properties (a ``DELAY`` too:
+        Java's ``setDelayTimeLevel(0)`` is overwritten when the properties are set).
+        """
+        topic = header.topic
+        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return topic_config, queue_id
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+        groups = getattr(self.controller, "subscription_group_manager", None)
+        group_config = groups.find_subscription_group_config(group) if groups else None
+        if group_config is None:
+            raise _Refused(R.SUBSCRIPTION_GROUP_NOT_EXIST, "subscription group not exist, %s %s"
+                           % (group, FAQ_SUFFIX))
+        max_times = group_config.retry_max_times
+        if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        if (header.reconsume_times or 0) < max_times:
+            return topic_config, queue_id
+        dlq = dlq_topic(group)
+        created = self.controller.topic_config_manager.create_topic_in_send_message_back_method(
+            dlq, DLQ_NUMS_PER_GROUP, _RW, 0)
+        if created is None:
+            raise _Refused(R.SYSTEM_ERROR, "topic[%s] not exist" % dlq)
+        return created, random.randrange(99999999) % DLQ_NUMS_PER_GROUP
+
+    def _born_host(self, context):
+        try:
+            return parse_address(context.peer)
+        except ValueError:
+            return "127.0.0.1", 0
+
+    def message_record(self, header, request, topic_config, queue_id, context):
+        """The record ``asyncSendMessage`` builds for one message."""
+        topic_config, queue_id = self._retry_or_dlq(header, request, topic_config, queue_id)
+        topic = topic_config.topic_name
+        properties = string_to_properties(header.properties)
+        properties[PROPERTY_CLUSTER] = self.config["brokerClusterName"]
+        sys_flag = self._sys_flag(header, topic_config)
+        drop = (PROPERTY_WAIT_STORE_MSG_OK,)
+        if properties.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+            if self.config["rejectTransactionMessage"]:
+                raise _Refused(R.NO_PERMISSION, "the broker[%s] sending transaction message is "
+                               "forbidden" % self.config["brokerIP1"])
+            # TransactionalMessageBridge.parseHalfMessageInner: park it in the half topic
+            # (its properties string is rebuilt there, WAIT included)
+            properties[PROPERTY_REAL_TOPIC] = topic
+            properties[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
+            sys_flag = (sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_NOT_TYPE
+            topic, queue_id, drop = TRANS_HALF_TOPIC, 0, ()
+        return MessageRecord(
+            topic, request.body, java_property_order(properties, drop),
+            queue_id=queue_id, flag=header.flag, sys_flag=sys_flag,
+            born_timestamp=header.born_timestamp, born_host=self._born_host(context),
+            store_host=self.store_host, reconsume_times=header.reconsume_times or 0)
+
+    def batch_records(self, header, body, topic_config, queue_id, context):
+        """The records ``asyncSendBatchMessage`` stores: each batch message with the header's
+        properties and ``CLUSTER`` appended to its own (reference §3.6)."""
+        batch_properties = string_to_properties(header.properties)
+        batch_properties[PROPERTY_CLUSTER] = self.config["brokerClusterName"]
+        batch_properties = java_property_order(batch_properties)
+        sys_flag = self._sys_flag(header, topic_config)
+        born_host = self._born_host(context)
+        records = []
+        for message in decode_batch(body):
+            properties = dict(message.properties)
+            properties.update(batch_properties)
+            records.append(MessageRecord(
+                header.topic, message.body, properties, queue_id=queue_id, flag=message.flag,
+                sys_flag=sys_flag, born_timestamp=header.born_timestamp, born_host=born_host,
+                store_host=self.store_host, reconsume_times=header.reconsume_times or 0))
+        return records

@@ -1,0 +1,85 @@
+"""``twistd rmq-master``: the broker service (reference §2.3, §6).
+
+Settings use Java's names (``BrokerConfig``, ``NettyServerConfig``, ``MessageStoreConfig``),
+so an existing ``broker.conf`` is passed unchanged with ``-c``; unknown names are logged and
+ignored. A SIGTERM stops it gracefully: unregister from the NameServers, persist the
+metadata, shut the store down (flush, remove ``abort``).
+"""
+
+from twisted.application import internet, service
+from twisted.internet import task
+from twisted.logger import Logger
+
+from rmqproto.broker.config import SETTINGS, apply_startup_rules
+from rmqproto.broker.controller import BrokerController
+from rmqproto.config import ConfigError
+from rmqproto.remoting import RemotingFactory
+
+__all__ = ["BrokerService", "Options", "makeService"]
+
+log = Logger()
+
+
+class BrokerService(service.MultiService):
+    """A :class:`~rmqproto.broker.controller.BrokerController` served on ``listenPort``."""
+
+    def __init__(self, config, reactor=None, store=None):
+        super().__init__()
+        if reactor is None:
+            from twisted.internet import reactor
+        self.config = config
+        self.reactor = reactor
+        self.controller = BrokerController(config, reactor, store)
+        self.factory = RemotingFactory(self.controller.dispatcher, reactor)
+        self.listener = internet.TCPServer(config["listenPort"], self.factory,
+                                           interface=config["bindAddress"], reactor=reactor)
+        self.listener.setServiceParent(self)
+        self.idle = task.LoopingCall(self.close_idle_connections)
+        self.idle.clock = reactor
+        self.started = None
+
+    def startService(self):
+        super().startService()
+        self.idle.start(1.0, now=False)
+        self.started = self.controller.start()
+
+    def stopService(self):
+        if self.idle.running:
+            self.idle.stop()
+        d = self.controller.shutdown()
+
+        def close(_):
+            for connection in list(self.factory.connections):
+                connection.close()
+            return super(BrokerService, self).stopService()
+
+        return d.addBoth(close)
+
+    @property
+    def port(self):
+        """The port actually listened on."""
+        return self.listener._port.getHost().port
+
+    def close_idle_connections(self):
+        limit = self.reactor.seconds() - self.config["serverChannelMaxIdleTimeSeconds"]
+        for connection in list(self.factory.connections):
+            if connection.last_activity < limit:
+                log.info("closing idle connection {peer}", peer=connection.peer)
+                connection.close()
+
+
+Options = SETTINGS.options(
+    "[options]", "Run an Apache RocketMQ compatible broker (ASYNC_MASTER on port 10911 by "
+    "default); -c takes an existing broker.conf.")
+
+
+def makeService(options):
+    """Build the broker from parsed :data:`Options` (the twistd entry point)."""
+    for name in options.unknown:
+        log.warn("ignoring unknown broker setting {name}", name=name)
+    config = dict(options.values)
+    try:
+        apply_startup_rules(config)
+    except ConfigError as exc:
+        raise SystemExit(str(exc))
+    return BrokerService(config)

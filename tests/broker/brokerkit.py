@@ -1,0 +1,40 @@
+"""A broker controller on a fake clock and an in-memory store, and requests to it."""
+
+from twisted.internet import defer
+from twisted.internet.task import Clock
+
+from rmqproto.broker.config import SETTINGS, apply_startup_rules
+from rmqproto.broker.controller import BrokerController
+from rmqproto.codec.frame import RemotingCommand, decode_frame
+from rmqproto.remoting import RequestContext
+from support.fakestore import FakeStore
+
+NOW_MS = 1_700_000_000_000
+
+
+def broker_config(tmp_path, **overrides):
+    values, unknown = SETTINGS.resolve(dict(
+        brokerName="broker-a", brokerIP1="10.0.0.1", brokerIP2="10.0.0.2", namesrvAddr="",
+        storePathRootDir=str(tmp_path / "store")), overrides)
+    assert not unknown
+    return apply_startup_rules(values)
+
+
+def make_controller(tmp_path, **overrides):
+    clock = Clock()
+    clock.advance(NOW_MS / 1000)
+    controller = BrokerController(broker_config(tmp_path, **overrides), clock,
+                                  store=FakeStore(now=lambda: int(clock.seconds() * 1000)))
+    return controller
+
+
+def call(controller, code, ext_fields=None, body=b"", peer="192.168.1.7:40000", version=409):
+    """Dispatch one request; the decoded response (``None`` when nothing is answered)."""
+    request = RemotingCommand(int(code), opaque=7, ext_fields=ext_fields, body=body, version=version)
+    answer = controller.dispatcher.dispatch(request, RequestContext(None, peer))
+    if isinstance(answer, defer.Deferred):
+        results = []
+        answer.addCallback(results.append)
+        assert results, "the answer did not fire"
+        answer = results[0]
+    return None if answer is None else decode_frame(answer[4:])

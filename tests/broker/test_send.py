@@ -1,0 +1,252 @@
+"""The send path against an in-memory store: every check and response code of reference §2.3."""
+
+import pytest
+
+from rmqproto.codec import headers as h
+from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
+from rmqproto.codec.message import (
+    Message, create_message_id, encode_batch, properties_to_string,
+)
+from rmqproto.store.results import PutMessageStatus
+from brokerkit import NOW_MS, call, make_controller
+
+
+def send_header(topic="TopicA", queue_id=1, properties=None, **kw):
+    values = dict(producer_group="PG", topic=topic, default_topic="TBW102",
+                  default_topic_queue_nums=4, queue_id=queue_id, sys_flag=0,
+                  born_timestamp=NOW_MS - 5, flag=3,
+                  properties=properties_to_string(properties or {"WAIT": "true", "TAGS": "TagA",
+                                                                 "UNIQ_KEY": "ABC"}),
+                  reconsume_times=0, unit_mode=False)
+    values.update(kw)
+    return h.SendMessageRequestHeaderV2(**values)
+
+
+def send(controller, header=None, body=b"hello", code=RC.SEND_MESSAGE_V2, **kw):
+    header = header or send_header(**kw)
+    if code == RC.SEND_MESSAGE:
+        header = header.to_v1()
+    return call(controller, code, header.to_ext_fields(), body)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    return make_controller(tmp_path)
+
+
+@pytest.mark.parametrize("code", [RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2])
+def test_send_stores_the_record_and_answers_msg_id(broker, code):
+    first = send(broker, code=code)
+    second = send(broker, code=code)
+    assert first.code == R.SUCCESS and first.remark is None
+    assert first.ext_fields["MSG_REGION"] == "DefaultRegion"
+    assert first.ext_fields["TRACE_ON"] == "true"
+    assert (first.ext_fields["queueId"], first.ext_fields["queueOffset"]) == ("1", "0")
+    assert second.ext_fields["queueOffset"] == "1"
+    record = broker.store.records("TopicA", 1)[0]
+    assert first.ext_fields["msgId"] == create_message_id(("10.0.0.1", 10911), 0)
+    assert record.store_host == ("10.0.0.1", 10911)
+    assert record.born_host == ("192.168.1.7", 40000)
+    assert (record.body, record.flag, record.born_timestamp) == (b"hello", 3, NOW_MS - 5)
+    # CLUSTER added, WAIT dropped, Java HashMap order (reference §3.4)
+    assert list(record.properties.items()) == [
+        ("UNIQ_KEY", "ABC"), ("CLUSTER", "DefaultCluster"), ("TAGS", "TagA")]
+
+
+def test_unknown_topic_is_created_from_tbw102_and_announced(broker):
+    announced = []
+    broker.registration.register_all = lambda **kw: announced.append(kw)
+    version = broker.topic_config_manager.data_version.counter
+    assert send(broker, topic="NewTopic", queue_id=3).code == R.SUCCESS
+    created = broker.topic_config_manager.select_topic_config("NewTopic")
+    assert (created.read_queue_nums, created.write_queue_nums, created.perm) == (4, 4, 6)
+    assert broker.topic_config_manager.data_version.counter == version + 1
+    assert announced == [{"oneway": True}]
+
+
+def test_unknown_topic_without_auto_creation(tmp_path):
+    broker = make_controller(tmp_path, autoCreateTopicEnable="false")
+    answer = send(broker, topic="NewTopic")
+    assert answer.code == R.TOPIC_NOT_EXIST
+    assert answer.remark.startswith("topic[NewTopic] not exist, apply first please!\nSee http")
+    assert answer.ext_fields == {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+
+
+def test_retry_topic_is_created_with_one_queue_even_without_auto_creation(tmp_path):
+    broker = make_controller(tmp_path, autoCreateTopicEnable="false")
+    broker.subscription_group_manager = _Groups()
+    assert send(broker, topic="%RETRY%G", queue_id=0).code == R.SUCCESS
+    assert broker.topic_config_manager.select_topic_config("%RETRY%G").write_queue_nums == 1
+
+
+class _Groups:
+    class config:
+        retry_max_times = 16
+
+    def __init__(self, known=("G",)):
+        self.known = known
+
+    def find_subscription_group_config(self, group):
+        return self.config if group in self.known else None
+
+
+def test_retry_topic_redirects_to_dlq_after_max_reconsume_times(broker):
+    broker.subscription_group_manager = _Groups()
+    answer = send(broker, topic="%RETRY%G", queue_id=0, reconsume_times=16)
+    assert answer.code == R.SUCCESS and answer.ext_fields["queueId"] == "0"
+    assert len(broker.store.records("%DLQ%G", 0)) == 1
+    assert broker.topic_config_manager.select_topic_config("%DLQ%G").write_queue_nums == 1
+    # the header's maxReconsumeTimes wins over the group's
+    send(broker, topic="%RETRY%G", queue_id=0, reconsume_times=2, max_reconsume_times=2)
+    assert len(broker.store.records("%DLQ%G", 0)) == 2
+    send(broker, topic="%RETRY%G", queue_id=0, reconsume_times=1, max_reconsume_times=2)
+    assert len(broker.store.records("%RETRY%G", 0)) == 1
+
+
+def test_retry_topic_of_unknown_group(broker):
+    broker.subscription_group_manager = _Groups(known=())
+    answer = send(broker, topic="%RETRY%Nobody", queue_id=0)
+    assert answer.code == R.SUBSCRIPTION_GROUP_NOT_EXIST
+    assert answer.remark.startswith("subscription group not exist, Nobody \nSee")
+
+
+@pytest.mark.parametrize("topic, remark", [
+    ("bad topic", "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"),
+    ("T" * 128, "The specified topic is longer than topic max length."),
+    ("  ", "The specified topic is blank."),
+    ("Topic\u00e9", "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"),
+])
+def test_illegal_topics_get_system_error(broker, topic, remark):
+    answer = send(broker, topic=topic)
+    assert (answer.code, answer.remark) == (R.SYSTEM_ERROR, remark)
+
+
+@pytest.mark.parametrize("topic", ["SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC",
+                                   "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"])
+def test_not_allowed_send_topics(broker, topic):
+    answer = send(broker, topic=topic, queue_id=0)
+    assert answer.code == R.NO_PERMISSION
+    assert answer.remark == "Sending message to topic[%s] is forbidden." % topic
+
+
+def test_queue_id_out_of_range(broker):
+    answer = send(broker, topic="TBW102", queue_id=8)
+    assert answer.code == R.SYSTEM_ERROR
+    assert answer.remark == (
+        "request queueId[8] is illegal, TopicConfig [topicName=TBW102, readQueueNums=8, "
+        "writeQueueNums=8, perm=RWX, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false] "
+        "Producer: 192.168.1.7:40000")
+
+
+def test_negative_queue_id_picks_a_queue(broker):
+    answer = send(broker, topic="TBW102", queue_id=-1)
+    assert answer.code == R.SUCCESS and 0 <= int(answer.ext_fields["queueId"]) < 8
+
+
+def test_order_topic_on_unwritable_broker(tmp_path):
+    broker = make_controller(tmp_path, brokerPermission="4")
+    broker.topic_config_manager.select_topic_config("TBW102").order = True
+    answer = send(broker, topic="TBW102", queue_id=0)
+    assert (answer.code, answer.remark) == (R.NO_PERMISSION,
+                                            "the broker[10.0.0.1] sending message is forbidden")
+
+
+def test_not_yet_accepting_sends(tmp_path):
+    broker = make_controller(tmp_path, startAcceptSendRequestTimeStamp=str(NOW_MS + 60_000))
+    answer = send(broker)
+    assert answer.code == R.SYSTEM_ERROR and answer.remark.startswith("broker unable to service, until ")
+
+
+def test_slave_refuses_sends(tmp_path):
+    broker = make_controller(tmp_path, brokerRole="SLAVE", brokerId="1")
+    answer = send(broker, topic="TBW102", queue_id=0)
+    assert answer.code == R.SERVICE_NOT_AVAILABLE
+    assert answer.remark.startswith("service not available now.")
+
+
+STATUS_CODES = [
+    (PutMessageStatus.FLUSH_DISK_TIMEOUT, R.FLUSH_DISK_TIMEOUT, True),
+    (PutMessageStatus.FLUSH_SLAVE_TIMEOUT, R.FLUSH_SLAVE_TIMEOUT, True),
+    (PutMessageStatus.SLAVE_NOT_AVAILABLE, R.SLAVE_NOT_AVAILABLE, True),
+    (PutMessageStatus.MESSAGE_ILLEGAL, R.MESSAGE_ILLEGAL, False),
+    (PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, R.MESSAGE_ILLEGAL, False),
+    (PutMessageStatus.SERVICE_NOT_AVAILABLE, R.SERVICE_NOT_AVAILABLE, False),
+    (PutMessageStatus.CREATE_MAPEDFILE_FAILED, R.SYSTEM_ERROR, False),
+    (PutMessageStatus.OS_PAGECACHE_BUSY, R.SYSTEM_ERROR, False),
+    (PutMessageStatus.UNKNOWN_ERROR, R.SYSTEM_ERROR, False),
+]
+
+
+@pytest.mark.parametrize("status, code, stored", STATUS_CODES, ids=[s.name for s, _, _ in STATUS_CODES])
+def test_store_status_to_response_code(broker, status, code, stored):
+    broker.store.next_status = status
+    answer = send(broker)
+    assert answer.code == code
+    assert ("msgId" in answer.ext_fields) is stored
+    if status is PutMessageStatus.OS_PAGECACHE_BUSY:
+        assert answer.remark == "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+
+
+def test_missing_header_field_is_a_system_error(broker):
+    ext = send_header().to_ext_fields()
+    del ext["b"]
+    answer = call(broker, RC.SEND_MESSAGE_V2, ext, b"x")
+    assert answer.code == R.SYSTEM_ERROR
+
+
+def test_oneway_send_is_stored_and_not_answered(broker):
+    from rmqproto.codec.frame import FLAG_ONEWAY, RemotingCommand
+    from rmqproto.remoting import RequestContext
+    request = RemotingCommand(int(RC.SEND_MESSAGE_V2), ext_fields=send_header().to_ext_fields(),
+                              body=b"x", flag=FLAG_ONEWAY)
+    answers = []
+    broker.dispatcher.dispatch(request, RequestContext(None, "1.2.3.4:5")).addCallback(answers.append)
+    assert answers == [None]
+    assert len(broker.store.records("TopicA", 1)) == 1
+
+
+def test_batch_appends_batch_properties_to_each_message(broker):
+    messages = [Message(b"m%d" % i, {"KEYS": "k%d" % i, "UNIQ_KEY": "U%d" % i, "WAIT": "true"}, i)
+                for i in range(3)]
+    header = send_header(properties={"WAIT": "true"}, batch=True)
+    answer = send(broker, header, encode_batch(messages), code=RC.SEND_BATCH_MESSAGE)
+    assert answer.code == R.SUCCESS
+    records = broker.store.records("TopicA", 1)
+    assert answer.ext_fields["msgId"] == ",".join(r.msg_id for r in records)
+    assert answer.ext_fields["queueOffset"] == "0"
+    assert [r.body for r in records] == [b"m0", b"m1", b"m2"]
+    assert [r.flag for r in records] == [0, 1, 2]
+    # the message's own properties, then the batch's (CLUSTER, WAIT in HashMap order); a name
+    # in both keeps its first place (Java's stored string would repeat it)
+    assert list(records[1].properties.items()) == [
+        ("KEYS", "k1"), ("UNIQ_KEY", "U1"), ("WAIT", "true"), ("CLUSTER", "DefaultCluster")]
+
+
+def test_malformed_batch_body_is_a_system_error(broker):
+    header = send_header(batch=True)
+    answer = send(broker, header, b"\x00\x00\x00\x30garbage", code=RC.SEND_BATCH_MESSAGE)
+    assert answer.code == R.SYSTEM_ERROR
+    assert broker.store.log == bytearray()
+
+
+def test_prepared_transaction_message_goes_to_the_half_topic(broker):
+    answer = send(broker, properties={"TRAN_MSG": "true", "PGROUP": "PG"}, sys_flag=0x4)
+    assert answer.code == R.SUCCESS
+    record = broker.store.records("RMQ_SYS_TRANS_HALF_TOPIC", 0)[0]
+    assert record.properties["REAL_TOPIC"] == "TopicA"
+    assert record.properties["REAL_QID"] == "1"
+    assert record.sys_flag & 0xC == 0
+
+
+def test_rejected_transaction_message(tmp_path):
+    broker = make_controller(tmp_path, rejectTransactionMessage="true")
+    answer = send(broker, properties={"TRAN_MSG": "true"})
+    assert answer.code == R.NO_PERMISSION
+
+
+def test_multi_tag_topic_sets_the_sys_flag(broker):
+    from rmqproto.codec.bodies.topic import TopicConfig, TopicFilterType
+    broker.topic_config_manager.update_topic_config(
+        TopicConfig("Multi", 2, 2, topic_filter_type=TopicFilterType.MULTI_TAG))
+    send(broker, topic="Multi", queue_id=0)
+    assert broker.store.records("Multi", 0)[0].sys_flag & 0x2
