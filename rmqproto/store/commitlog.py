@@ -1,0 +1,257 @@
+"""The commit log: every message of every topic, appended to fixed-size segments (reference §3.2).
+
+:class:`CommitLog` owns the segment queue and the per topic-queue counters of the next
+logical offset (Java's ``topicQueueTable``). Appending assigns the commit-log offset,
+queue offset and store timestamp, writes the end-of-file blank when a record does not
+fit the current segment and continues in a new one. Checks that decide a put's status
+before anything is written are pure functions here (:func:`check_message`,
+:func:`check_batch`).
+"""
+
+from rmqproto.codec import message as msg
+from rmqproto.codec.javalang import masked_crc32
+from rmqproto.errors import CodecError
+from rmqproto.store.mappedfile import MappedFileQueue
+from rmqproto.store.results import AppendMessageResult, AppendMessageStatus, PutMessageStatus
+
+__all__ = ["CommitLog", "check_message", "check_batch", "MAX_TOPIC_LENGTH", "consumable"]
+
+#: ``Byte.MAX_VALUE``: the longest topic a 4.x record can carry.
+MAX_TOPIC_LENGTH = 127
+#: Bytes Java's encoder reserves beyond ``maxMessageSize`` for the rest of a record.
+_ENCODER_HEADROOM = 64 * 1024
+_CONSUMABLE = (msg.TRANSACTION_NOT_TYPE, msg.TRANSACTION_COMMIT_TYPE)
+
+
+def consumable(sys_flag):
+    """Whether a record goes to a consume queue (not a prepared or rolled-back transaction)."""
+    return msg.transaction_type(sys_flag) in _CONSUMABLE
+
+
+def _topic_bytes(topic):
+    return topic.encode("utf-8", "surrogateescape")
+
+
+def _properties_bytes(record):
+    try:
+        return msg.properties_to_string(record.properties).encode("utf-8", "surrogateescape")
+    except (CodecError, UnicodeEncodeError):
+        return None
+
+
+def check_message(record, max_message_size):
+    """The put status a single message gets before it is written (``checkMessage`` and the
+    encoder's checks), or ``PUT_OK``: topic over 127 characters (or bytes: the 4.x record
+    has a one-byte length) or a properties string over 32767 characters is MESSAGE_ILLEGAL,
+    properties over 32767 bytes PROPERTIES_SIZE_EXCEEDED, a body over ``maxMessageSize``
+    MESSAGE_ILLEGAL."""
+    topic = _topic_bytes(record.topic)
+    if len(record.topic) > MAX_TOPIC_LENGTH or len(topic) > MAX_TOPIC_LENGTH or not topic:
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    props = _properties_bytes(record)
+    if props is None:
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    if len(props) > msg.MAX_PROPERTIES_LENGTH:
+        if len(props.decode("utf-8", "surrogateescape")) > msg.MAX_PROPERTIES_LENGTH:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    body_length = len(record.body)
+    if body_length > max_message_size:
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    length = msg.record_length(record.sys_flag, body_length, len(topic), len(props))
+    if length > max_message_size + _ENCODER_HEADROOM:
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    return PutMessageStatus.PUT_OK
+
+
+def check_batch(records, max_message_size):
+    """The put status of a batch before it is written (``checkMessages``, ``asyncPutMessages``):
+    empty, mixed queues, a transaction flag or a delay level are MESSAGE_ILLEGAL, so is a
+    batch body (client encoding, reference §3.6) over ``maxMessageSize``; then each message
+    as in :func:`check_message`."""
+    if not records:
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    first = records[0]
+    batch_body = 0
+    for record in records:
+        if (record.topic != first.topic or record.queue_id != first.queue_id
+                or msg.transaction_type(record.sys_flag) != msg.TRANSACTION_NOT_TYPE
+                or delay_level(record) > 0):
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        status = check_message(record, max_message_size)
+        if status is not PutMessageStatus.PUT_OK:
+            return status
+        batch_body += 22 + len(record.body) + len(_properties_bytes(record))
+    if batch_body > max_message_size:
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    return PutMessageStatus.PUT_OK
+
+
+def delay_level(record):
+    """``getDelayTimeLevel``: the ``DELAY`` property as an int, 0 when absent or not a number."""
+    text = record.properties.get(msg.PROPERTY_DELAY_TIME_LEVEL)
+    if not text:
+        return 0
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+class CommitLog:
+    """The commit-log segments under ``directory`` and the queue-offset counters."""
+
+    def __init__(self, directory, file_size):
+        self.queue = MappedFileQueue(directory, file_size)
+        self.file_size = file_size
+        #: ``(topic, queue_id) -> next logical offset`` (``topicQueueTable``).
+        self.topic_queue_table = {}
+
+    def load(self):
+        self.queue.load()
+
+    @property
+    def max_offset(self):
+        return self.queue.max_offset
+
+    @property
+    def min_offset(self):
+        """``getMinOffset``: start of the first segment, -1 without segments."""
+        return self.queue.min_offset
+
+    def roll_next_file(self, offset):
+        """``rollNextFile``: the start of the segment after the one holding ``offset``."""
+        return offset + self.file_size - offset % self.file_size
+
+    # -- appending
+
+    def _file_for(self, length):
+        """The segment a record of ``length`` bytes goes to, writing the blank if needed;
+        None when even an empty segment is too small."""
+        if length + msg.END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return None
+        mapped = self.queue.last_mapped_file(0)
+        remaining = mapped.remaining
+        if msg.needs_blank(length, remaining):
+            mapped.append(msg.encode_blank(remaining)[:remaining])
+            mapped.wrote_position = self.file_size
+            mapped = self.queue.last_mapped_file(0)
+        return mapped
+
+    def _next_queue_offset(self, record):
+        return self.topic_queue_table.get((record.topic, record.queue_id), 0)
+
+    def append(self, record, store_timestamp):
+        """Append one checked record; fills in its offsets, store timestamp and body CRC."""
+        record.store_timestamp = store_timestamp
+        record.body_crc = masked_crc32(record.body)
+        record.magic_code = msg.MESSAGE_MAGIC_CODE
+        record.store_size = None
+        is_consumable = consumable(record.sys_flag)
+        key = (record.topic, record.queue_id)
+        queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
+        length = record.store_size
+        mapped = self._file_for(length)
+        if mapped is None:
+            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        offset = mapped.file_from_offset + mapped.wrote_position
+        record.commit_log_offset = offset
+        record.queue_offset = queue_offset
+        mapped.append(msg.encode_record(record))
+        mapped.store_timestamp = store_timestamp
+        if is_consumable:
+            self.topic_queue_table[key] = queue_offset + 1
+        return AppendMessageResult(
+            AppendMessageStatus.PUT_OK, offset, length,
+            msg.create_message_id(record.store_host, offset), store_timestamp, queue_offset)
+
+    def append_batch(self, records, store_timestamp):
+        """Append checked records of one queue contiguously (one segment, consecutive offsets)."""
+        key = (records[0].topic, records[0].queue_id)
+        for record in records:
+            record.store_timestamp = store_timestamp
+            record.body_crc = masked_crc32(record.body)
+            record.magic_code = msg.MESSAGE_MAGIC_CODE
+            record.store_size = None
+        total = sum(r.store_size for r in records)
+        mapped = self._file_for(total)
+        if mapped is None:
+            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        begin_offset = offset = mapped.file_from_offset + mapped.wrote_position
+        begin_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
+        parts, ids = [], []
+        for record in records:
+            record.commit_log_offset = offset
+            record.queue_offset = queue_offset
+            parts.append(msg.encode_record(record))
+            ids.append(msg.create_message_id(record.store_host, offset))
+            offset += record.store_size
+            queue_offset += 1
+        mapped.append(b"".join(parts))
+        mapped.store_timestamp = store_timestamp
+        self.topic_queue_table[key] = queue_offset
+        return AppendMessageResult(
+            AppendMessageStatus.PUT_OK, begin_offset, total, ",".join(ids), store_timestamp,
+            begin_queue_offset, len(records))
+
+    def append_data(self, start_offset, data):
+        """``appendData`` (an HA slave): raw bytes at exactly ``start_offset``, the current end
+        (or the start of a segment when the log is empty); False otherwise."""
+        if self.queue.files:
+            if start_offset != self.max_offset:
+                return False
+        elif start_offset % self.file_size:
+            return False
+        view = memoryview(data)
+        while view:
+            mapped = self.queue.last_mapped_file(start_offset)
+            n = min(mapped.remaining, len(view))
+            mapped.append(view[:n])
+            view = view[n:]
+        return True
+
+    # -- reading
+
+    def get_message(self, offset, size):
+        """``getMessage(offset, size)``: the stored bytes, or None if not (or no longer) there."""
+        mapped = self.queue.find_mapped_file_by_offset(offset, offset == 0)
+        if mapped is None:
+            return None
+        return mapped.read(offset - mapped.file_from_offset, size)
+
+    def get_data(self, offset, max_size=None, return_first_on_not_found=None):
+        """``getData``: written bytes from ``offset`` to the end of its segment (capped)."""
+        if return_first_on_not_found is None:
+            return_first_on_not_found = offset == 0
+        mapped = self.queue.find_mapped_file_by_offset(offset, return_first_on_not_found)
+        if mapped is None:
+            return None
+        return mapped.read_from(offset % self.file_size, max_size)
+
+    def record_size_at(self, offset):
+        """TOTALSIZE of the record at ``offset``, or None."""
+        head = self.get_message(offset, 4)
+        if head is None:
+            return None
+        return int.from_bytes(head, "big", signed=True)
+
+    def select_one_message(self, offset):
+        """The whole stored record at ``offset`` (``selectOneMessageByOffset``), or None."""
+        size = self.record_size_at(offset)
+        if size is None or size <= 0:
+            return None
+        return self.get_message(offset, size)
+
+    def pickup_store_timestamp(self, offset, size):
+        """``pickupStoreTimestamp``: the STORETIMESTAMP of the record at ``offset``, or -1."""
+        if offset < self.min_offset:
+            return -1
+        data = self.get_message(offset, size)
+        if data is None or len(data) < 64:
+            return -1
+        sys_flag = int.from_bytes(data[36:40], "big")
+        pos = 56 if not sys_flag & msg.BORNHOST_V6_FLAG else 68
+        return int.from_bytes(data[pos:pos + 8], "big", signed=True)
+
+    def close(self):
+        self.queue.close()

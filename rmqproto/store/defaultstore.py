@@ -1,0 +1,656 @@
+"""``DefaultMessageStore``: the RocketMQ 4.x store in its own on-disk format (reference §3).
+
+Runs on the reactor thread: appends are ``memcpy`` into mapped segments and dispatching
+to consume queues and the index happens right after each append; fsyncs run in a thread
+(:mod:`rmqproto.store.flush`). Time comes from the reactor given to the constructor.
+
+Files: ``commitlog/``, ``consumequeue/<topic>/<queueId>/``, ``index/``, ``checkpoint``,
+``abort`` (exists while running), ``lock`` (held while running).
+"""
+
+import fcntl
+import os
+
+from twisted.internet import defer, task
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from rmqproto.codec import message as msg
+from rmqproto.codec.consumequeue import CQ_STORE_UNIT_SIZE
+from rmqproto.codec.fastjson import java_double_str
+from rmqproto.errors import CodecError
+from rmqproto.store import recovery
+from rmqproto.store.commitlog import CommitLog, check_batch, check_message, consumable, delay_level
+from rmqproto.store.config import STORE_SETTINGS, store_paths
+from rmqproto.store.consumequeue import ConsumeQueue
+from rmqproto.store.dispatch import (SCHEDULE_TOPIC, ReputService, delay_level_to_queue_id,
+                                     dispatch_request, parse_delay_levels)
+from rmqproto.store.flush import CommitLogFlusher, ConsumeQueueFlusher, blocking_runner
+from rmqproto.store.indexservice import IndexService
+from rmqproto.store.interfaces import IMessageStore
+from rmqproto.store.mappedfile import StoreError
+from rmqproto.store.results import (AppendMessageStatus, GetMessageResult, GetMessageStatus,
+                                    PutMessageResult, PutMessageStatus, QueryMessageResult)
+from rmqproto.store.storecheckpoint import StoreCheckpoint
+from rmqproto.store.storestats import StoreStats
+
+__all__ = ["DefaultMessageStore", "RunningFlags", "is_the_batch_full", "next_offset_correction",
+           "to_schedule_topic", "wait_store_msg_ok", "total_physical_memory"]
+
+log = Logger()
+_UNIT = CQ_STORE_UNIT_SIZE
+
+
+def total_physical_memory():
+    """``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 24 * 1024 ** 3
+
+
+class RunningFlags:
+    """``RunningFlags``: a store that cannot write (disk full, a file error) refuses puts
+    with SERVICE_NOT_AVAILABLE; reads go on while it is readable."""
+
+    def __init__(self):
+        self.writeable = True
+        self.readable = True
+
+
+def wait_store_msg_ok(record):
+    """``isWaitStoreMsgOK``: the ``WAIT`` property, true unless it says otherwise."""
+    value = record.properties.get(msg.PROPERTY_WAIT_STORE_MSG_OK)
+    return value is None or value.strip().lower() == "true"
+
+
+def to_schedule_topic(record, max_level):
+    """A non-transactional (or committed) message with ``DELAY`` > 0 moves to
+    ``SCHEDULE_TOPIC_XXXX`` queue level − 1, its topic and queue saved in ``REAL_TOPIC`` /
+    ``REAL_QID``; a level above ``max_level`` is clamped (reference §3.2)."""
+    if not consumable(record.sys_flag):
+        return
+    level = delay_level(record)
+    if level <= 0:
+        return
+    props = dict(record.properties)
+    if level > max_level:
+        level = max_level
+        props[msg.PROPERTY_DELAY_TIME_LEVEL] = str(level)
+    props[msg.PROPERTY_REAL_TOPIC] = record.topic
+    props[msg.PROPERTY_REAL_QUEUE_ID] = str(record.queue_id)
+    record.properties = props
+    record.topic = SCHEDULE_TOPIC
+    record.queue_id = delay_level_to_queue_id(level)
+    record.store_size = None
+
+
+def next_offset_correction(old_offset, new_offset, broker_role, offset_check_in_slave):
+    """``nextOffsetCorrection``: a slave keeps the requested offset unless ``offsetCheckInSlave``."""
+    if broker_role != "SLAVE" or offset_check_in_slave:
+        return new_offset
+    return old_offset
+
+
+def is_the_batch_full(size_py, max_msg_nums, buffer_total, message_total, in_disk, config):
+    """``isTheBatchFull``: the transfer caps of one pull (never before the first message)."""
+    if buffer_total == 0 or message_total == 0:
+        return False
+    if max_msg_nums <= message_total:
+        return True
+    if in_disk:
+        return (buffer_total + size_py > config["maxTransferBytesOnMessageInDisk"]
+                or message_total > config["maxTransferCountOnMessageInDisk"] - 1)
+    return (buffer_total + size_py > config["maxTransferBytesOnMessageInMemory"]
+            or message_total > config["maxTransferCountOnMessageInMemory"] - 1)
+
+
+def _disk_used_ratio(path):
+    """``UtilAll.getDiskPartitionSpaceUsedPercent`` (a fraction, -1 when unknown)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    return (total - st.f_bfree * st.f_frsize) / total if total > 0 else -1.0
+
+
+@implementer(IMessageStore)
+class DefaultMessageStore:
+    """The default :class:`~rmqproto.store.interfaces.IMessageStore`.
+
+    ``config`` maps MessageStoreConfig property names to typed values (missing ones take
+    their defaults); ``reactor`` gives the clock, timers and (if it has one) the thread
+    pool for fsyncs.
+    """
+
+    def __init__(self, config, reactor, run_blocking=None):
+        values, _ = STORE_SETTINGS.resolve()
+        values.update(config)
+        self.config = values
+        self.reactor = reactor
+        self.paths = store_paths(values)
+        self.run_blocking = run_blocking or blocking_runner(reactor)
+        self.commit_log = CommitLog(self.paths["commitlog"], values["mappedFileSizeCommitLog"])
+        #: ``{topic: {queue_id: ConsumeQueue}}``
+        self.consume_queue_table = {}
+        self.delay_table = parse_delay_levels(values["messageDelayLevel"])
+        self.max_delay_level = max(self.delay_table, default=0)
+        self.index_service = IndexService(self.paths["index"], values["maxHashSlotNum"],
+                                          values["maxIndexNum"], self.now,
+                                          values["maxMsgsNumBatch"])
+        self.checkpoint = None
+        self.reput = ReputService(self.commit_log, self.delay_table, self._dispatch)
+        self.running_flags = RunningFlags()
+        self.stats = StoreStats(self.now())
+        self.total_physical_memory = total_physical_memory()
+        #: ``listener(topic, queue_id, logic_offset + 1, tags_code, store_timestamp, properties)``
+        #: after each dispatch on a master (``MessageArrivingListener``, long polling).
+        self.message_arriving_listeners = []
+        #: SYNC_MASTER: ``waiter(next_offset) -> Deferred of PutMessageStatus`` (the HA service).
+        self.replica_waiter = None
+        #: Callables adding entries to :meth:`runtime_info` (e.g. the schedule service).
+        self.runtime_info_providers = []
+        self.flusher = CommitLogFlusher(self.commit_log.queue, values, reactor, self.run_blocking,
+                                        self._on_commit_log_flushed)
+        self.cq_flusher = None
+        self.is_shutdown = True
+        self.last_exit_ok = True
+        self._lock_fd = None
+        self._sampler = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def now(self):
+        """The store clock, in ms (the reactor's)."""
+        return int(self.reactor.seconds() * 1000)
+
+    def load(self):
+        """Open the files and recover; True when done (``StoreError`` if a file is unusable)."""
+        for key in ("root", "consumequeue"):
+            os.makedirs(self.paths[key], exist_ok=True)
+        os.makedirs(self.paths["commitlog"], exist_ok=True)
+        self.last_exit_ok = not os.path.exists(self.paths["abort"])
+        self.commit_log.load()
+        self._load_consume_queues()
+        self.checkpoint = StoreCheckpoint(self.paths["checkpoint"])
+        self.cq_flusher = ConsumeQueueFlusher(self._all_queues, self.checkpoint, self.config,
+                                              self.reactor, self.run_blocking)
+        self.index_service.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
+        self._recover(self.last_exit_ok)
+        return True
+
+    def _load_consume_queues(self):
+        root = self.paths["consumequeue"]
+        for topic in sorted(os.listdir(root)):
+            topic_dir = os.path.join(root, topic)
+            if not os.path.isdir(topic_dir):
+                continue
+            for name in sorted(os.listdir(topic_dir)):
+                try:
+                    queue_id = int(name)
+                except ValueError:
+                    continue
+                cq = ConsumeQueue(topic, queue_id, root, self.config["mappedFileSizeConsumeQueue"])
+                cq.load()
+                self.consume_queue_table.setdefault(topic, {})[queue_id] = cq
+
+    def _all_queues(self):
+        return [cq for queues in self.consume_queue_table.values() for cq in queues.values()]
+
+    def _recover(self, last_exit_ok):
+        max_cq_physic = -1
+        for cq in self._all_queues():
+            cq.recover()
+            max_cq_physic = max(max_cq_physic, cq.max_physic_offset)
+        files = self.commit_log.queue.files
+        if files:
+            segments = [(f.file_from_offset, f.mm) for f in files]
+            check_crc = self.config["checkCRCOnRecover"]
+            if last_exit_ok:
+                start = recovery.normal_start_index(len(files))
+                on_record = None
+            else:
+                if self.config["messageIndexEnable"] and self.config["messageIndexSafe"]:
+                    min_ts = self.checkpoint.min_timestamp_index()
+                else:
+                    min_ts = self.checkpoint.min_timestamp()
+                start = recovery.abnormal_start_index(
+                    [recovery.first_record_timestamp(f.mm) for f in files], min_ts)
+
+                def on_record(record):
+                    self._dispatch(dispatch_request(record, self.delay_table))
+            end = recovery.walk_commit_log(segments, start, check_crc, on_record)
+            del segments
+            self.commit_log.queue.flushed_where = end
+            self.commit_log.queue.truncate_dirty_files(
+                end, 2 * (self.config["maxMessageSize"] + 65536))
+            if max_cq_physic >= end:
+                for cq in self._all_queues():
+                    cq.truncate_dirty_logic_files(end)
+        else:
+            self.commit_log.queue.flushed_where = 0
+            for cq in self._all_queues():
+                cq.destroy()
+        self._recover_topic_queue_table()
+
+    def _recover_topic_queue_table(self):
+        min_physic = self.commit_log.min_offset
+        table = {}
+        for cq in self._all_queues():
+            table[(cq.topic, cq.queue_id)] = cq.max_offset_in_queue
+            cq.correct_min_offset(min_physic)
+        self.commit_log.topic_queue_table = table
+
+    def start(self):
+        """Lock the directory, dispatch what the consume queues miss, start the flush
+        services and create the ``abort`` file."""
+        self._lock_fd = os.open(self.paths["lock"], os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            raise StoreError("the store in %s is locked by another process" % self.paths["root"])
+        self.reput.reput_from_offset = recovery.reput_start_offset(
+            [cq.max_physic_offset for cq in self._all_queues()], max(self.commit_log.min_offset, 0))
+        self.reput.do_reput()
+        self._recover_topic_queue_table()
+        self.flusher.start()
+        self.cq_flusher.start()
+        self._sampler = task.LoopingCall(lambda: self.stats.sample(self.now()))
+        self._sampler.clock = self.reactor
+        self._sampler.start(1.0, now=True)
+        with open(self.paths["abort"], "wb"):
+            pass
+        self.is_shutdown = False
+
+    def shutdown(self):
+        """A clean stop: flush everything, close the files, remove ``abort`` (kept when the
+        store is not writable or dispatching is behind, so the next start recovers)."""
+        if self.is_shutdown and self._lock_fd is None:
+            self._close_files()
+            return
+        self.is_shutdown = True
+        self.flusher.stop()
+        if self.cq_flusher is not None:
+            self.cq_flusher.stop()
+        if self._sampler is not None and self._sampler.running:
+            self._sampler.stop()
+        self.flusher.flush_all_blocking()
+        self.cq_flusher.flush_all_blocking()
+        for f in self.index_service.files:
+            f.fsync()
+        self.checkpoint.flush()
+        if self.running_flags.writeable and self.reput.behind == 0:
+            try:
+                os.unlink(self.paths["abort"])
+            except FileNotFoundError:
+                pass
+        self._close_files()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _close_files(self):
+        self.commit_log.close()
+        for cq in self._all_queues():
+            cq.close()
+        self.index_service.close()
+        if self.checkpoint is not None:
+            self.checkpoint.close()
+
+    def _on_commit_log_flushed(self, store_timestamp):
+        if self.checkpoint is not None:
+            self.checkpoint.physic_msg_timestamp = store_timestamp
+
+    # ------------------------------------------------------------ consume queues
+
+    def find_consume_queue(self, topic, queue_id, create=True):
+        """The queue object (created empty on demand, as Java's ``findConsumeQueue``)."""
+        queues = self.consume_queue_table.get(topic)
+        cq = queues.get(queue_id) if queues else None
+        if cq is None and create:
+            cq = ConsumeQueue(topic, queue_id, self.paths["consumequeue"],
+                              self.config["mappedFileSizeConsumeQueue"])
+            self.consume_queue_table.setdefault(topic, {})[queue_id] = cq
+        return cq
+
+    def _dispatch(self, request):
+        """``doDispatch``: consume queue, index, arriving listeners."""
+        if consumable(request.sys_flag):
+            cq = self.find_consume_queue(request.topic, request.queue_id)
+            cq.put_position(request.commit_log_offset, request.msg_size, request.tags_code,
+                            request.consume_queue_offset)
+            if self.config["brokerRole"] == "SLAVE":
+                self.checkpoint.physic_msg_timestamp = request.store_timestamp
+            self.checkpoint.logics_msg_timestamp = request.store_timestamp
+        if self.config["messageIndexEnable"]:
+            self.index_service.build_index(request)
+            for full in self.index_service.take_full_files():
+                self._flush_full_index_file(full)
+        if self.config["brokerRole"] != "SLAVE":
+            for listener in self.message_arriving_listeners:
+                listener(request.topic, request.queue_id, request.consume_queue_offset + 1,
+                         request.tags_code, request.store_timestamp, request.properties)
+
+    def _flush_full_index_file(self, full):
+        end_timestamp = full.header.end_timestamp
+
+        def done(_):
+            self.checkpoint.index_msg_timestamp = end_timestamp
+            self.checkpoint.flush()
+
+        self.run_blocking(full.fsync).addCallbacks(
+            done, lambda f: log.failure("index flush failed", f))
+
+    # ------------------------------------------------------------ putting
+
+    def _store_status(self):
+        """``checkStoreStatus``."""
+        if self.is_shutdown or self.config["brokerRole"] == "SLAVE" or not self.running_flags.writeable:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        return PutMessageStatus.PUT_OK
+
+    def _refused(self, status, append_result=None):
+        self.stats.put_failed()
+        return defer.succeed(PutMessageResult(status, append_result))
+
+    @staticmethod
+    def _fix_host_flags(record):
+        record.sys_flag = (record.sys_flag & ~(msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG)
+                           ) | msg.host_flags(record.born_host, record.store_host)
+
+    def put_message(self, record):
+        status = self._store_status()
+        if status is not PutMessageStatus.PUT_OK:
+            return self._refused(status)
+        if len(record.topic) > 127:
+            return self._refused(PutMessageStatus.MESSAGE_ILLEGAL)
+        to_schedule_topic(record, self.max_delay_level)
+        self._fix_host_flags(record)
+        status = check_message(record, self.config["maxMessageSize"])
+        if status is not PutMessageStatus.PUT_OK:
+            return self._refused(status)
+        at_head = self.reput.reput_from_offset == self.commit_log.max_offset
+        before = self.commit_log.max_offset
+        result = self.commit_log.append(record, self.now())
+        if result.status is not AppendMessageStatus.PUT_OK:
+            return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
+        if at_head:
+            if result.wrote_offset != before:
+                self.reput.skip_blank(before)
+            self.reput.dispatch_record(record)
+        else:
+            self.reput.do_reput()
+        self.stats.put(1, result.wrote_bytes)
+        return self._after_append(result, wait_store_msg_ok(record))
+
+    def put_messages(self, records):
+        records = list(records)
+        status = self._store_status()
+        if status is not PutMessageStatus.PUT_OK:
+            return self._refused(status)
+        for record in records:
+            self._fix_host_flags(record)
+        status = check_batch(records, self.config["maxMessageSize"])
+        if status is not PutMessageStatus.PUT_OK:
+            return self._refused(status)
+        at_head = self.reput.reput_from_offset == self.commit_log.max_offset
+        before = self.commit_log.max_offset
+        result = self.commit_log.append_batch(records, self.now())
+        if result.status is not AppendMessageStatus.PUT_OK:
+            return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
+        if at_head:
+            if result.wrote_offset != before:
+                self.reput.skip_blank(before)
+            for record in records:
+                self.reput.dispatch_record(record)
+        else:
+            self.reput.do_reput()
+        self.stats.put(len(records), result.wrote_bytes)
+        return self._after_append(result, wait_store_msg_ok(records[0]))
+
+    def _after_append(self, result, wait):
+        """Combine the flush wait and the replica wait (a non-OK replica status wins)."""
+        next_offset = result.wrote_offset + result.wrote_bytes
+        if self.config["flushDiskType"] == "SYNC_FLUSH" and wait:
+            flushed = self.flusher.wait_for(next_offset)
+        else:
+            self.flusher.wakeup()
+            flushed = None
+        replicated = None
+        if (self.config["brokerRole"] == "SYNC_MASTER" and wait
+                and self.replica_waiter is not None):
+            replicated = self.replica_waiter(next_offset)
+        if flushed is None and replicated is None:
+            return defer.succeed(PutMessageResult(PutMessageStatus.PUT_OK, result))
+        waits = [flushed or defer.succeed(PutMessageStatus.PUT_OK),
+                 replicated or defer.succeed(PutMessageStatus.PUT_OK)]
+
+        def combine(statuses):
+            status = PutMessageStatus.PUT_OK
+            for s in statuses:
+                if s is not PutMessageStatus.PUT_OK:
+                    status = s
+            return PutMessageResult(status, result)
+
+        return defer.gatherResults(waits).addCallback(combine)
+
+    # ------------------------------------------------------------ HA
+
+    def get_commit_log_data(self, offset, max_size):
+        if self.is_shutdown:
+            return b""
+        return self.commit_log.get_data(offset, max_size) or b""
+
+    def append_to_commit_log(self, start_offset, data):
+        if self.is_shutdown:
+            return False
+        if not self.commit_log.append_data(start_offset, data):
+            log.error("append to commit log failed at {offset} ({size} bytes)",
+                      offset=start_offset, size=len(data))
+            return False
+        self.reput.do_reput()
+        self.flusher.wakeup()
+        return True
+
+    def dispatch_behind_bytes(self):
+        return self.reput.behind
+
+    # ------------------------------------------------------------ reading
+
+    def get_message(self, group, topic, queue_id, offset, max_msg_nums, message_filter=None):
+        """``getMessage``; None when the store is shut down or not readable (the pull
+        processor answers SYSTEM_ERROR then). An unknown queue is an empty one
+        (NO_MESSAGE_IN_QUEUE), as Java creates it on lookup."""
+        if self.is_shutdown or not self.running_flags.readable:
+            return None
+        role, check_in_slave = self.config["brokerRole"], self.config["offsetCheckInSlave"]
+
+        def correction(new):
+            return next_offset_correction(offset, new, role, check_in_slave)
+
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        if cq is None:
+            result = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, next_begin_offset=correction(0))
+            self.stats.get(False, 0)
+            return result
+        min_offset, max_offset = cq.min_offset_in_queue, cq.max_offset_in_queue
+        suggest = False
+        messages, queue_offsets = [], []
+        if max_offset == 0:
+            status, next_begin = GetMessageStatus.NO_MESSAGE_IN_QUEUE, correction(0)
+        elif offset < min_offset:
+            status, next_begin = GetMessageStatus.OFFSET_TOO_SMALL, correction(min_offset)
+        elif offset == max_offset:
+            status, next_begin = GetMessageStatus.OFFSET_OVERFLOW_ONE, correction(offset)
+        elif offset > max_offset:
+            status, next_begin = GetMessageStatus.OFFSET_OVERFLOW_BADLY, correction(max_offset)
+        else:
+            units = cq.get_index_buffer(offset)
+            if units is None:
+                status = GetMessageStatus.OFFSET_FOUND_NULL
+                next_begin = correction(cq.roll_next_file(offset))
+            else:
+                status, scanned, suggest = self._transfer(
+                    units, offset, max_msg_nums, message_filter, messages, queue_offsets)
+                next_begin = offset + scanned
+        self.stats.get(status is GetMessageStatus.FOUND, len(messages))
+        return GetMessageResult(status, messages, next_begin, min_offset, max_offset, suggest,
+                                queue_offsets)
+
+    def _transfer(self, units, offset, max_msg_nums, message_filter, messages, queue_offsets):
+        """The unit loop of ``getMessage``: ``(status, units scanned, suggest slave)``."""
+        config = self.config
+        log_ = self.commit_log
+        max_offset_py = log_.max_offset
+        memory = int(self.total_physical_memory * (config["accessMessageInMemoryMaxRatio"] / 100.0))
+        status = GetMessageStatus.NO_MATCHED_MESSAGE
+        next_phy_file_start = None
+        max_phy_pulling = 0
+        limit = min(len(units), max(16000, max_msg_nums * _UNIT))
+        total = 0
+        i = 0
+        while i + _UNIT <= limit:
+            offset_py = int.from_bytes(units[i:i + 8], "big", signed=True)
+            size_py = int.from_bytes(units[i + 8:i + 12], "big", signed=True)
+            tags_code = int.from_bytes(units[i + 12:i + 20], "big", signed=True)
+            max_phy_pulling = offset_py
+            if next_phy_file_start is not None and offset_py < next_phy_file_start:
+                i += _UNIT
+                continue
+            in_disk = max_offset_py - offset_py > memory
+            if is_the_batch_full(size_py, max_msg_nums, total, len(messages), in_disk, config):
+                break
+            if message_filter is not None and not message_filter(tags_code):
+                i += _UNIT
+                continue
+            data = log_.get_message(offset_py, size_py)
+            if data is None:
+                if total == 0:
+                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = log_.roll_next_file(offset_py)
+                i += _UNIT
+                continue
+            messages.append(data)
+            queue_offsets.append(offset + i // _UNIT)
+            total += len(data)
+            status = GetMessageStatus.FOUND
+            next_phy_file_start = None
+            i += _UNIT
+        return status, i // _UNIT, max_offset_py - max_phy_pulling > memory
+
+    def get_max_offset_in_queue(self, topic, queue_id):
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        return cq.max_offset_in_queue if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic, queue_id):
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        return cq.min_offset_in_queue if cq is not None else 0
+
+    def get_commit_log_offset_in_queue(self, topic, queue_id, consume_queue_offset):
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        unit = cq.unit(consume_queue_offset) if cq is not None else None
+        return unit[0] if unit else 0
+
+    def get_offset_in_queue_by_time(self, topic, queue_id, timestamp):
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        if cq is None:
+            return 0
+        return cq.offset_by_time(timestamp, self.commit_log.pickup_store_timestamp,
+                                 self.commit_log.min_offset)
+
+    def _unit_store_time(self, cq, index):
+        unit = cq.unit(index) if cq is not None else None
+        if unit is None:
+            return -1
+        return self.commit_log.pickup_store_timestamp(unit[0], unit[1])
+
+    def get_earliest_message_time(self, topic, queue_id):
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        return self._unit_store_time(cq, cq.min_offset_in_queue) if cq is not None else -1
+
+    def get_message_store_timestamp(self, topic, queue_id, consume_queue_offset):
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        return self._unit_store_time(cq, consume_queue_offset)
+
+    def get_message_total_in_queue(self, topic, queue_id):
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        return cq.max_offset_in_queue - cq.min_offset_in_queue if cq is not None else -1
+
+    def select_one_message_by_offset(self, commit_log_offset):
+        return self.commit_log.select_one_message(commit_log_offset)
+
+    def look_message_by_offset(self, commit_log_offset):
+        data = self.select_one_message_by_offset(commit_log_offset)
+        if data is None:
+            return None
+        try:
+            return msg.decode_record(data)
+        except CodecError:
+            return None
+
+    def query_message(self, topic, key, max_num, begin_timestamp, end_timestamp):
+        """``queryMessage``: records indexed under ``key`` (a ``KEYS`` word or ``UNIQ_KEY``)."""
+        result = QueryMessageResult()
+        last_query_time = end_timestamp
+        for _ in range(3):
+            offsets, last_ts, last_phy = self.index_service.query_offset(
+                topic, key, max_num, begin_timestamp, last_query_time)
+            if not offsets:
+                break
+            offsets.sort()
+            result.index_last_update_timestamp = last_ts
+            result.index_last_update_phyoffset = last_phy
+            for m, offset in enumerate(offsets):
+                data = self.select_one_message_by_offset(offset)
+                if data is None:
+                    continue
+                if m == 0:
+                    last_query_time = self.commit_log.pickup_store_timestamp(offset, len(data))
+                result.messages.append(data)
+            if result.messages or last_query_time < begin_timestamp:
+                break
+        return result
+
+    def get_max_phy_offset(self):
+        return self.commit_log.max_offset
+
+    def get_min_phy_offset(self):
+        return self.commit_log.min_offset
+
+    def get_earliest_message_time_overall(self):
+        """``getEarliestMessageTime()``: store time of the first record in the commit log."""
+        offset = self.commit_log.min_offset
+        size = self.commit_log.record_size_at(offset) if offset >= 0 else None
+        return self.commit_log.pickup_store_timestamp(offset, size) if size else -1
+
+    def get_topics(self):
+        return sorted(self.consume_queue_table)
+
+    def runtime_info(self):
+        now = self.now()
+        info = self.stats.runtime_info(now)
+        path = self.paths["commitlog"]
+        ratio = _disk_used_ratio(path)
+        info["commitLogDiskRatio_" + path] = java_double_str(ratio)
+        info["commitLogDiskRatio"] = java_double_str(ratio)
+        info["consumeQueueDiskRatio"] = java_double_str(_disk_used_ratio(self.paths["consumequeue"]))
+        info["commitLogMinOffset"] = str(self.get_min_phy_offset())
+        info["commitLogMaxOffset"] = str(self.get_max_phy_offset())
+        info["dispatchBehindBytes"] = str(self.dispatch_behind_bytes())
+        info["remainHowManyDataToFlush"] = _human_bytes(self.commit_log.queue.unflushed_bytes)
+        info["pageCacheLockTimeMills"] = "0"
+        info["earliestMessageTimeStamp"] = str(self.get_earliest_message_time_overall())
+        for provider in self.runtime_info_providers:
+            info.update(provider())
+        return info
+
+
+def _human_bytes(count):
+    """``MixAll.humanReadableByteCount(bytes, false)`` (binary units)."""
+    if count < 1024:
+        return "%d B" % count
+    exp = min((count.bit_length() - 1) // 10, 6)
+    return "%.1f %siB" % (count / 1024 ** exp, "KMGTPE"[exp - 1])

@@ -1,0 +1,133 @@
+"""Dispatching commit-log records to consume queues and the index ("reput", reference §3.2, §3.7).
+
+A :class:`DispatchRequest` is what Java's ``checkMessageAndReturnSize`` extracts from a
+record: where it is, its queue and logical offset, its tags code (for
+``SCHEDULE_TOPIC_XXXX`` the delivery time, reference §3.7) and its keys.
+:class:`ReputService` walks the commit log from ``reput_from_offset`` and hands each
+request to the dispatchers, exactly once and in order.
+"""
+
+import re
+from typing import NamedTuple
+
+from rmqproto.codec import message as msg
+
+__all__ = ["SCHEDULE_TOPIC", "DispatchRequest", "parse_delay_levels", "delay_level_to_queue_id",
+           "dispatch_request", "ReputService"]
+
+#: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+_TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_LEVEL = re.compile(r"^(\d+)([smhd])$")
+
+
+def parse_delay_levels(text):
+    """``ScheduleMessageService.parseDelayLevel``: ``{level: delay ms}`` of ``messageDelayLevel``
+    ("1s 5s 10s …", levels counted from 1)."""
+    table = {}
+    for level, word in enumerate(text.split(), 1):
+        match = _LEVEL.match(word)
+        if not match:
+            raise ValueError("bad delay level %r in %r" % (word, text))
+        table[level] = int(match.group(1)) * _TIME_UNITS[match.group(2)]
+    return table
+
+
+def delay_level_to_queue_id(level):
+    """``delayLevel2QueueId``: level n is queue n − 1 of ``SCHEDULE_TOPIC_XXXX``."""
+    return level - 1
+
+
+class DispatchRequest(NamedTuple):
+    """One record as the dispatchers see it (``DispatchRequest``)."""
+
+    topic: str
+    queue_id: int
+    commit_log_offset: int
+    msg_size: int
+    tags_code: int
+    store_timestamp: int
+    consume_queue_offset: int
+    keys: str
+    uniq_key: str
+    sys_flag: int
+    prepared_transaction_offset: int
+    properties: dict
+
+
+def tags_code_of(record, delay_table):
+    """The consume-queue tags code: the ``TAGS`` hash, and for ``SCHEDULE_TOPIC_XXXX`` with a
+    ``DELAY`` level the delivery time (store time + the level's delay, level clamped)."""
+    code = msg.tags_code(record.properties.get(msg.PROPERTY_TAGS))
+    if record.topic == SCHEDULE_TOPIC:
+        text = record.properties.get(msg.PROPERTY_DELAY_TIME_LEVEL)
+        if text is not None:
+            try:
+                level = int(text)
+            except ValueError:
+                return code
+            level = min(level, max(delay_table, default=0))
+            if level > 0:
+                return record.store_timestamp + delay_table[level]
+    return code
+
+
+def dispatch_request(record, delay_table):
+    """The :class:`DispatchRequest` of a decoded (or just written) record."""
+    props = record.properties
+    return DispatchRequest(
+        record.topic, record.queue_id, record.commit_log_offset, record.store_size,
+        tags_code_of(record, delay_table), record.store_timestamp, record.queue_offset,
+        props.get(msg.PROPERTY_KEYS, ""), props.get(msg.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+        record.sys_flag, record.prepared_transaction_offset, props)
+
+
+class ReputService:
+    """Feeds every commit-log record after ``reput_from_offset`` to ``dispatch(request)``.
+
+    ``commit_log`` is a :class:`~rmqproto.store.commitlog.CommitLog`. :meth:`do_reput` reads
+    what is written and stops at the end (or at bytes that are not a record yet).
+    """
+
+    def __init__(self, commit_log, delay_table, dispatch):
+        self.commit_log = commit_log
+        self.delay_table = delay_table
+        self.dispatch = dispatch
+        self.reput_from_offset = 0
+
+    @property
+    def behind(self):
+        """``dispatchBehindBytes``."""
+        return self.commit_log.max_offset - self.reput_from_offset
+
+    def dispatch_record(self, record):
+        """Dispatch a record just appended at ``reput_from_offset`` (no re-read needed)."""
+        self.dispatch(dispatch_request(record, self.delay_table))
+        self.reput_from_offset = record.commit_log_offset + record.store_size
+
+    def skip_blank(self, blank_offset):
+        """The commit log wrote an end-of-file blank at ``blank_offset``: move past it."""
+        if self.reput_from_offset == blank_offset:
+            self.reput_from_offset = self.commit_log.roll_next_file(blank_offset)
+
+    def do_reput(self):
+        """``doReput``: dispatch everything written after ``reput_from_offset``."""
+        log = self.commit_log
+        if self.reput_from_offset < log.min_offset:
+            self.reput_from_offset = log.min_offset
+        while self.reput_from_offset < log.max_offset:
+            offset = self.reput_from_offset
+            mapped = log.queue.find_mapped_file_by_offset(offset)
+            if mapped is None:
+                break
+            start = offset - mapped.file_from_offset
+            scan = msg.iter_records(memoryview(mapped.mm)[:mapped.wrote_position], start)
+            for record in scan:
+                self.dispatch(dispatch_request(record, self.delay_table))
+                self.reput_from_offset = mapped.file_from_offset + scan.position
+            if scan.stop == "blank":
+                self.reput_from_offset = log.roll_next_file(mapped.file_from_offset)
+            elif mapped.is_full and scan.stop == "empty" and scan.position >= mapped.file_size - 8:
+                self.reput_from_offset = log.roll_next_file(mapped.file_from_offset)
+            else:
+                break  # the end, or bytes that are not a record (yet): wait for more data

@@ -1,0 +1,168 @@
+"""The message index: ``index/<yyyyMMddHHmmssSSS>`` files mapping ``topic#key`` to offsets (reference §3.8).
+
+Java's ``IndexService``: entries for each message's ``UNIQ_KEY`` and ``KEYS`` words are
+added to the newest file (a new one is created, named after the creation time, when it
+is full); a query walks the files newest first. The file format itself is
+:class:`rmqproto.codec.indexfile.IndexFile`.
+"""
+
+import mmap
+import os
+import time
+
+from rmqproto.codec import message as msg
+from rmqproto.codec.indexfile import IndexFile, build_key, index_file_size
+
+__all__ = ["IndexService", "index_file_name", "time_matched"]
+
+
+def index_file_name(now_ms):
+    """``UtilAll.timeMillisToHumanString``: local time as ``yyyyMMddHHmmssSSS``."""
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(now_ms // 1000)) + "%03d" % (now_ms % 1000)
+
+
+def time_matched(header, begin, end):
+    """``IndexFile.isTimeMatched``: whether [begin, end] overlaps the file's time span."""
+    b, e = header.begin_timestamp, header.end_timestamp
+    return (begin < b and end > e) or b <= begin <= e or b <= end <= e
+
+
+class _MappedIndexFile:
+    """An index file on disk: its mapping and the codec's :class:`IndexFile` over it."""
+
+    def __init__(self, path, hash_slot_num, index_num, end_phy_offset=0, end_timestamp=0):
+        self.path = path
+        self.file_name = os.path.basename(path)
+        size = index_file_size(hash_slot_num, index_num)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(self.fd).st_size < size:
+                os.ftruncate(self.fd, size)
+            self.mm = mmap.mmap(self.fd, size)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.index = IndexFile(self.mm, hash_slot_num, index_num, end_phy_offset, end_timestamp)
+        self.closed = False
+
+    @property
+    def header(self):
+        return self.index.header
+
+    def fsync(self):
+        os.fsync(self.fd)
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self.mm.close()
+            os.close(self.fd)
+
+    def destroy(self):
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class IndexService:
+    """The index files of a store; runs on the reactor thread."""
+
+    def __init__(self, directory, hash_slot_num, index_num, clock, max_msgs_num_batch=64):
+        self.directory = directory
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.clock = clock  # () -> ms, names new files
+        self.max_msgs_num_batch = max_msgs_num_batch
+        self.files = []
+        #: Files that became full and await a flush: ``[_MappedIndexFile]``.
+        self.full_files = []
+
+    def load(self, last_exit_ok, index_msg_timestamp):
+        """Open the files; after a crash drop those holding entries newer than the checkpoint."""
+        try:
+            names = sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            path = os.path.join(self.directory, name)
+            if not name.isdigit() or not os.path.isfile(path):
+                continue
+            f = _MappedIndexFile(path, self.hash_slot_num, self.index_num)
+            if not last_exit_ok and f.header.end_timestamp > index_msg_timestamp:
+                f.destroy()
+                continue
+            self.files.append(f)
+
+    def _last_file(self):
+        """``getAndCreateLastIndexFile``: the newest file, or a new one after a full one."""
+        end_phy_offset = end_timestamp = 0
+        if self.files:
+            last = self.files[-1]
+            if not last.index.is_write_full:
+                return last
+            end_phy_offset = last.header.end_phy_offset
+            end_timestamp = last.header.end_timestamp
+            self.full_files.append(last)
+        os.makedirs(self.directory, exist_ok=True)
+        name = index_file_name(self.clock())
+        while any(f.file_name == name for f in self.files):
+            name = str(int(name) + 1)
+        f = _MappedIndexFile(os.path.join(self.directory, name), self.hash_slot_num,
+                             self.index_num, end_phy_offset, end_timestamp)
+        self.files.append(f)
+        return f
+
+    def build_index(self, request):
+        """``buildIndex``: add the request's ``UNIQ_KEY`` and ``KEYS`` words (not for rolled-back
+        transactions, nor for offsets the newest file already covers)."""
+        if not request.uniq_key and not request.keys:
+            return
+        f = self._last_file()
+        if request.commit_log_offset < f.header.end_phy_offset:
+            return
+        if msg.transaction_type(request.sys_flag) == msg.TRANSACTION_ROLLBACK_TYPE:
+            return
+        keys = [request.uniq_key] if request.uniq_key else []
+        keys += [k for k in request.keys.split(msg.KEY_SEPARATOR) if k] if request.keys else []
+        for key in keys:
+            full_key = build_key(request.topic, key)
+            while not f.index.put_key(full_key, request.commit_log_offset, request.store_timestamp):
+                f = self._last_file()
+
+    def query_offset(self, topic, key, max_num, begin, end):
+        """``queryOffset``: ``(offsets, last update timestamp, last update phy offset)``."""
+        offsets = []
+        last_ts = last_phy = 0
+        max_num = min(max_num, self.max_msgs_num_batch)
+        full_key = build_key(topic, key)
+        for i in range(len(self.files) - 1, -1, -1):
+            f = self.files[i]
+            header = f.header
+            if i == len(self.files) - 1:
+                last_ts, last_phy = header.end_timestamp, header.end_phy_offset
+            if time_matched(header, begin, end):
+                offsets += f.index.select_phy_offsets(full_key, max_num - len(offsets), begin, end)
+            if header.begin_timestamp < begin or len(offsets) >= max_num:
+                break
+        return offsets, last_ts, last_phy
+
+    def take_full_files(self):
+        """Full files not flushed yet (their flush advances the checkpoint's index time)."""
+        full, self.full_files = self.full_files, []
+        return full
+
+    def delete_expired_files(self, min_phy_offset):
+        """``deleteExpiredFile``: drop leading files (never the last) ending before ``min_phy_offset``."""
+        while len(self.files) > 1 and self.files[0].header.end_phy_offset < min_phy_offset:
+            self.files.pop(0).destroy()
+
+    def destroy(self):
+        for f in self.files:
+            f.destroy()
+        self.files = []
+
+    def close(self):
+        for f in self.files:
+            f.close()
