@@ -558,6 +558,9 @@ def register(controller):
     """Create the consume-side processor of ``controller`` and route its request codes
     through ``controller.dispatcher``; the processor (call its ``start()`` when the broker
     starts and ``stop()`` when it stops)."""
+    if getattr(controller, "schedule_service", None) is None:
+        from rmqproto.broker.schedule import ScheduleMessageService
+        controller.schedule_service = ScheduleMessageService(controller)
     processor = ConsumeProcessor(controller)
     processor.register_with(controller.dispatcher)
     controller.consume_processor = processor
