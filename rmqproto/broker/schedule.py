@@ -158,8 +158,8 @@ class ScheduleMessageService:
             high = store.get_max_offset_in_queue(SCHEDULE_TOPIC, queue_id)
             corrected = min(max(offset, low), high)
             if corrected != offset:
-                log.error("correct delay offset [delayLevel {level}] from {old} to {new}",
-                          level=level, old=offset, new=corrected)
+                log.error("correct delay offset [delayLevel {delay_level}] from {old} to {new}",
+                          delay_level=level, old=offset, new=corrected)
                 self.offset_table[level] = corrected
 
     def persist(self):
@@ -182,7 +182,7 @@ class ScheduleMessageService:
     def _level_done(self, result, level):
         self._busy.discard(level)
         if hasattr(result, "getErrorMessage"):
-            log.failure("deliver delayed messages of level {level}", result, level=level)
+            log.failure("deliver delayed messages of level {delay_level}", result, delay_level=level)
             self._not_before[level] = self.now() + DELAY_FOR_A_PERIOD
 
     @inlineCallbacks
@@ -194,8 +194,8 @@ class ScheduleMessageService:
         if result.status in (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY,
                              GetMessageStatus.OFFSET_FOUND_NULL,
                              GetMessageStatus.MESSAGE_WAS_REMOVING):
-            log.error("schedule CQ offset invalid. offset={offset}, status={status}, level={level}",
-                      offset=offset, status=result.status.name, level=level)
+            log.error("schedule CQ offset invalid. offset={offset}, status={status}, level={delay_level}",
+                      offset=offset, status=result.status.name, delay_level=level)
             self.offset_table[level] = result.next_begin_offset
             return
         for raw in result.messages:
