@@ -202,9 +202,21 @@ class ConsumeQueue:
             return None
         return _UNIT.unpack_from(data)
 
+    def _file_by_time(self, timestamp, store_time):
+        """The first file whose last message was stored at or after ``timestamp``, else the
+        last file. (Java's ``getMappedFileByTime`` compares file modification times, which
+        track store times on a live broker; store times also hold for copied directories.)"""
+        for mapped in self.queue.files:
+            if mapped.wrote_position >= CQ_STORE_UNIT_SIZE:
+                offset, size, _ = _UNIT.unpack_from(
+                    mapped.mm, mapped.wrote_position - CQ_STORE_UNIT_SIZE)
+                if store_time(offset, size) >= timestamp:
+                    return mapped
+        return self.queue.last_file
+
     def offset_by_time(self, timestamp, store_time, min_physic_offset):
         """``getOffsetInQueueByTime`` (0 when nothing fits)."""
-        mapped = self.queue.mapped_file_by_time(timestamp)
+        mapped = self._file_by_time(timestamp, store_time)
         if mapped is None:
             return 0
         data = mapped.read_from(0)

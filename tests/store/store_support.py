@@ -1,0 +1,69 @@
+"""Fixtures of the store tests: small segments so that rolls, blanks and new CQ files happen."""
+
+import pytest
+from twisted.internet import task
+
+from rmqproto.codec.message import MessageRecord
+from rmqproto.store.defaultstore import DefaultMessageStore
+
+SMALL = dict(mappedFileSizeCommitLog=64 * 1024, mappedFileSizeConsumeQueue=10 * 20,
+             maxHashSlotNum=64, maxIndexNum=200, flushIntervalCommitLog=100,
+             flushIntervalConsumeQueue=100)
+STORE_HOST = ("10.9.8.7", 10911)
+
+
+def record(topic="TopicA", queue_id=0, body=b"hello", **properties):
+    return MessageRecord(topic, body, dict(properties), queue_id=queue_id,
+                         born_host=("10.1.2.3", 50000), store_host=STORE_HOST,
+                         born_timestamp=1700000000000)
+
+
+class StoreFactory:
+    """Opens stores on one directory with a fake clock; every store is shut down at the end."""
+
+    def __init__(self, root):
+        self.root = root
+        self.clock = task.Clock()
+        self.clock.advance(1700000000)
+        self.stores = []
+
+    def open(self, start=True, **config):
+        settings = dict(SMALL, storePathRootDir=str(self.root))
+        settings.update(config)
+        store = DefaultMessageStore(settings, self.clock)
+        store.load()
+        if start:
+            store.start()
+        self.stores.append(store)
+        return store
+
+    def crash(self, store):
+        """Drop a running store as kill -9 would: nothing flushed or removed, lock released."""
+        import os
+        store.flusher.stop()
+        store.cq_flusher.stop()
+        store._sampler.stop()
+        store._close_files()
+        os.close(store._lock_fd)
+        store._lock_fd = None
+        store.is_shutdown = True
+        self.stores.remove(store)
+
+    def close_all(self):
+        for store in self.stores:
+            store.shutdown()
+
+
+@pytest.fixture
+def stores(tmp_path):
+    factory = StoreFactory(tmp_path / "store")
+    yield factory
+    factory.close_all()
+
+
+def put(store, rec):
+    """Put and return the PutMessageResult (the fake reactor fires Deferreds at once)."""
+    results = []
+    store.put_message(rec).addCallback(results.append)
+    assert results, "put did not complete"
+    return results[0]

@@ -1,0 +1,454 @@
+"""DefaultMessageStore on files with small segments and a fake clock (reference §2.3, §3)."""
+
+import os
+
+import pytest
+from twisted.internet import defer
+
+from rmqproto.codec import consumequeue, indexfile, message as msg
+from rmqproto.codec.javalang import masked_crc32
+from rmqproto.codec.storefile import offset_to_file_name
+from rmqproto.store.dispatch import SCHEDULE_TOPIC
+from rmqproto.store.interfaces import IMessageStore
+from rmqproto.store.results import GetMessageStatus as G, PutMessageStatus as S
+from store_support import STORE_HOST, put, record
+
+from zope.interface.verify import verifyObject
+
+
+def fill(store, count, topic="TopicA", queues=2, body=300):
+    results = []
+    for i in range(count):
+        results.append(put(store, record(topic, i % queues, bytes([i % 256]) * (body + i % 50),
+                                         TAGS="Tag%d" % (i % 3), KEYS="key-%d order-%d" % (i % 7, i),
+                                         UNIQ_KEY="UNIQ%08d" % i)))
+        store.reactor.advance(0.001)
+    return results
+
+
+def read_queue(store, topic, queue_id):
+    """Every record of a queue via get_message, following nextBeginOffset."""
+    out, offset = [], 0
+    while offset < store.get_max_offset_in_queue(topic, queue_id):
+        got = store.get_message("g", topic, queue_id, offset, 32)
+        assert got.status in (G.FOUND, G.MESSAGE_WAS_REMOVING), got
+        out += [msg.decode_record(m) for m in got.messages]
+        assert got.next_begin_offset > offset
+        offset = got.next_begin_offset
+    return out
+
+
+def check_consistent(store):
+    """Consume queues = commit log: every consumable record has its unit and nothing else."""
+    expected = {}
+    for f in store.commit_log.queue.files:
+        for r in msg.iter_records(memoryview(f.mm)[:f.wrote_position], 0, True):
+            if msg.transaction_type(r.sys_flag) in (0, msg.TRANSACTION_COMMIT_TYPE):
+                expected.setdefault((r.topic, r.queue_id), []).append(
+                    (r.commit_log_offset, r.store_size, r.queue_offset))
+    for (topic, queue_id), units in expected.items():
+        cq = store.find_consume_queue(topic, queue_id, create=False)
+        got = [cq.unit(i)[:2] + (i,) for i in range(cq.min_offset_in_queue, cq.max_offset_in_queue)]
+        assert got == units[len(units) - len(got):]
+        assert [u[2] for u in units] == list(range(len(units)))
+    for cq in store._all_queues():
+        if cq.max_offset_in_queue:
+            assert (cq.topic, cq.queue_id) in expected
+
+
+def test_implements_the_interface(stores):
+    assert verifyObject(IMessageStore, stores.open())
+
+
+def test_put_assigns_offsets_timestamps_crc_and_msgid(stores):
+    store = stores.open()
+    first = put(store, record(body=b"abc", TAGS="TagA"))
+    stores.clock.advance(1)
+    second = put(store, record(body=b"defg"))
+    a = first.append_result
+    assert first.status is S.PUT_OK and a.wrote_offset == 0 and a.logics_offset == 0
+    assert a.msg_id == msg.create_message_id(STORE_HOST, 0)
+    assert second.append_result.wrote_offset == a.wrote_bytes
+    assert second.append_result.logics_offset == 1
+    stored = store.look_message_by_offset(a.wrote_offset)
+    assert stored.store_timestamp == 1700000000000 and stored.body == b"abc"
+    assert stored.body_crc == masked_crc32(b"abc")
+    assert store.look_message_by_offset(second.append_result.wrote_offset).store_timestamp == 1700000001000
+    assert store.get_commit_log_offset_in_queue("TopicA", 0, 1) == a.wrote_bytes
+    cq = store.find_consume_queue("TopicA", 0, create=False)
+    assert cq.unit(0)[2] == msg.tags_code("TagA")
+
+
+def test_segments_roll_with_blank_and_queue_files_roll(stores):
+    store = stores.open()
+    results = fill(store, 400)
+    files = sorted(os.listdir(store.paths["commitlog"]))
+    assert files[:2] == [offset_to_file_name(0), offset_to_file_name(64 * 1024)]
+    first = store.commit_log.queue.files[0]
+    scan = msg.iter_records(first.mm, 0, True)
+    list(scan)
+    assert scan.stop == "blank" and scan.blank_size == 64 * 1024 - scan.position
+    cq_dir = os.path.join(store.paths["consumequeue"], "TopicA", "0")
+    assert offset_to_file_name(200) in os.listdir(cq_dir)
+    for q in (0, 1):
+        got = read_queue(store, "TopicA", q)
+        want = [r.append_result.wrote_offset for r in results[q::2]]
+        assert [r.commit_log_offset for r in got] == want
+        assert [r.queue_offset for r in got] == list(range(200))
+    check_consistent(store)
+
+
+def test_one_pull_stops_at_a_consume_queue_file_end_and_respects_caps(stores):
+    store = stores.open(maxTransferCountOnMessageInMemory=4)
+    fill(store, 40, queues=1)
+    got = store.get_message("g", "TopicA", 0, 8, 32)
+    assert got.status is G.FOUND and len(got.messages) == 2 and got.next_begin_offset == 10
+    got = store.get_message("g", "TopicA", 0, 0, 32)
+    assert len(got.messages) == 4 and got.next_begin_offset == 4
+    assert got.message_queue_offsets == [0, 1, 2, 3]
+    assert not got.suggest_pulling_from_slave
+    store.total_physical_memory = 100  # everything counts as "on disk" now
+    got = store.get_message("g", "TopicA", 0, 0, 32)
+    assert got.suggest_pulling_from_slave
+
+
+def test_pull_statuses(stores):
+    store = stores.open()
+    fill(store, 12, queues=1)
+    cases = [
+        (("Nope", 0, 5), G.NO_MESSAGE_IN_QUEUE, 0),
+        (("TopicA", 0, 12), G.OFFSET_OVERFLOW_ONE, 12),
+        (("TopicA", 0, 50), G.OFFSET_OVERFLOW_BADLY, 12),
+        (("TopicA", 0, 3), G.FOUND, 10),
+    ]
+    for (topic, q, offset), status, next_begin in cases:
+        got = store.get_message("g", topic, q, offset, 32)
+        assert (got.status, got.next_begin_offset) == (status, next_begin), (topic, offset)
+    nothing = store.get_message("g", "TopicA", 0, 0, 32, lambda tags: False)
+    assert nothing.status is G.NO_MATCHED_MESSAGE and nothing.next_begin_offset == 10
+    tag_b = msg.tags_code("Tag1")
+    some = store.get_message("g", "TopicA", 0, 0, 32, lambda tags: tags == tag_b)
+    assert [msg.decode_record(m).tags for m in some.messages] == ["Tag1"] * 3
+    cq = store.find_consume_queue("TopicA", 0, create=False)
+    cq.min_logic_offset = 10 * 20  # as if the first CQ file had expired
+    got = store.get_message("g", "TopicA", 0, 3, 32)
+    assert (got.status, got.next_begin_offset, got.min_offset) == (G.OFFSET_TOO_SMALL, 10, 10)
+    cq.min_logic_offset = 0
+    store.find_consume_queue("TopicA", 0, create=False).queue.files[0].wrote_position = 0
+    got = store.get_message("g", "TopicA", 0, 3, 32)
+    assert (got.status, got.next_begin_offset) == (G.OFFSET_FOUND_NULL, 10)
+
+
+def test_message_was_removing_when_the_commit_log_file_is_gone(stores):
+    store = stores.open()
+    fill(store, 300, queues=1)
+    first = store.commit_log.queue.files[0]
+    store.commit_log.queue.remove_files([first])
+    got = store.get_message("g", "TopicA", 0, 0, 32)
+    assert got.status is G.MESSAGE_WAS_REMOVING and got.next_begin_offset == 10
+    check_min = store.get_min_phy_offset()
+    assert check_min == 64 * 1024
+
+
+def test_slave_does_not_correct_offsets(stores):
+    store = stores.open(brokerRole="SLAVE")
+    got = store.get_message("g", "T", 0, 7, 32)
+    assert got.status is G.NO_MESSAGE_IN_QUEUE and got.next_begin_offset == 7
+
+
+def test_refusals(stores):
+    store = stores.open(start=False)
+    assert put(store, record()).status is S.SERVICE_NOT_AVAILABLE  # not started
+    store.start()
+    assert put(store, record(topic="x" * 128)).status is S.MESSAGE_ILLEGAL
+    assert put(store, record(body=bytes(4 * 1024 * 1024 + 1))).status is S.MESSAGE_ILLEGAL
+    assert put(store, record(body=bytes(64 * 1024))).status is S.MESSAGE_ILLEGAL  # > a segment
+    assert put(store, record(P="é" * 20000)).status is S.PROPERTIES_SIZE_EXCEEDED
+    store.running_flags.writeable = False
+    assert put(store, record()).status is S.SERVICE_NOT_AVAILABLE
+    store.running_flags.writeable = True
+    assert put(store, record()).status is S.PUT_OK
+    store.shutdown()
+    assert put(store, record()).status is S.SERVICE_NOT_AVAILABLE
+    assert store.get_message("g", "TopicA", 0, 0, 32) is None
+    slave = stores.open(brokerRole="SLAVE")
+    assert put(slave, record()).status is S.SERVICE_NOT_AVAILABLE
+
+
+def test_batch_is_contiguous_with_consecutive_queue_offsets(stores):
+    store = stores.open()
+    put(store, record(queue_id=1))
+    results = []
+    batch = [record(queue_id=1, body=b"m%d" % i, UNIQ_KEY="B%d" % i) for i in range(5)]
+    store.put_messages(batch).addCallback(results.append)
+    (result,) = results
+    a = result.append_result
+    assert result.status is S.PUT_OK and a.msg_num == 5 and a.logics_offset == 1
+    ids = a.msg_id.split(",")
+    assert len(ids) == 5
+    got = store.get_message("g", "TopicA", 1, 1, 32)
+    decoded = [msg.decode_record(m) for m in got.messages]
+    assert [r.queue_offset for r in decoded] == [1, 2, 3, 4, 5]
+    assert [msg.create_message_id(STORE_HOST, r.commit_log_offset) for r in decoded] == ids
+    offsets = [r.commit_log_offset for r in decoded]
+    assert offsets[0] == a.wrote_offset
+    assert all(offsets[i] + decoded[i].store_size == offsets[i + 1] for i in range(4))
+    assert sum(r.store_size for r in decoded) == a.wrote_bytes
+    bad = []
+    store.put_messages([record(), record(queue_id=1)]).addCallback(bad.append)
+    assert bad[0].status is S.MESSAGE_ILLEGAL
+
+
+def test_batch_crossing_a_segment_goes_whole_to_the_next(stores):
+    store = stores.open()
+    starts = []
+    while not starts or starts[-1] < 64 * 1024:
+        results = []
+        store.put_messages([record(body=bytes(1000)) for _ in range(5)]).addCallback(results.append)
+        starts.append(results[0].append_result.wrote_offset)
+    assert starts[-1] == 64 * 1024  # the batch did not fit: blank, then all of it in the next
+    check_consistent(store)
+
+
+def test_delay_message_goes_to_schedule_topic_with_delivery_time_tags(stores):
+    store = stores.open()
+    result = put(store, record(topic="Real", queue_id=2, DELAY="3", TAGS="x"))
+    got = store.get_message("g", SCHEDULE_TOPIC, 2, 0, 32)
+    (stored,) = [msg.decode_record(m) for m in got.messages]
+    assert stored.properties["REAL_TOPIC"] == "Real" and stored.properties["REAL_QID"] == "2"
+    unit = store.find_consume_queue(SCHEDULE_TOPIC, 2, create=False).unit(0)
+    assert unit[2] == stored.store_timestamp + 10_000
+    assert result.append_result.logics_offset == 0
+    assert store.get_max_offset_in_queue("Real", 2) == 0
+
+
+def test_prepared_transaction_is_stored_indexed_but_not_queued(stores):
+    store = stores.open()
+    prepared = record(UNIQ_KEY="TX1")
+    prepared.sys_flag |= msg.TRANSACTION_PREPARED_TYPE
+    result = put(store, prepared)
+    assert result.status is S.PUT_OK and result.append_result.logics_offset == 0
+    assert store.get_max_offset_in_queue("TopicA", 0) == 0
+    assert len(store.query_message("TopicA", "TX1", 32, 0, 2 ** 62).messages) == 1
+
+
+def test_query_by_keys_and_unique_key_across_index_files(stores):
+    store = stores.open()
+    results = fill(store, 150)  # 3 keys per message: the 200-entry index file fills up
+    assert len(os.listdir(store.paths["index"])) >= 2
+    found = store.query_message("TopicA", "order-42", 32, 0, 2 ** 62)
+    assert [msg.decode_record(m).commit_log_offset for m in found.messages] == [
+        results[42].append_result.wrote_offset]
+    assert found.index_last_update_phyoffset == results[-1].append_result.wrote_offset
+    by_key = store.query_message("TopicA", "key-3", 64, 0, 2 ** 62)
+    want = sorted(r.append_result.wrote_offset for r in results[3::7])
+    got = [msg.decode_record(m).commit_log_offset for m in by_key.messages]
+    assert got == want[-len(got):] and len(got) >= 10
+    uniq = store.query_message("TopicA", "UNIQ00000007", 32, 0, 2 ** 62)
+    assert len(uniq.messages) == 1
+    assert store.query_message("Other", "order-42", 32, 0, 2 ** 62).messages == []
+
+
+def test_time_queries(stores):
+    store = stores.open()
+    times = []
+    for i in range(25):
+        put(store, record(body=b"%d" % i))
+        times.append(stores.clock.seconds() * 1000)
+        stores.clock.advance(1)
+    assert store.get_earliest_message_time("TopicA", 0) == times[0]
+    assert store.get_message_store_timestamp("TopicA", 0, 7) == times[7]
+    assert store.get_message_store_timestamp("TopicA", 0, 99) == -1
+    assert store.get_offset_in_queue_by_time("TopicA", 0, times[22]) == 22
+    assert store.get_offset_in_queue_by_time("TopicA", 0, times[3] + 300) == 3
+    assert store.get_offset_in_queue_by_time("TopicA", 0, times[3] + 700) == 4
+    assert store.get_earliest_message_time("Nope", 0) == -1
+
+
+def test_ha_data_and_append_at_exact_offsets(stores, tmp_path):
+    master = stores.open()
+    fill(master, 300)
+    slave_stores = type(stores)(tmp_path / "slave")
+    slave = slave_stores.open(brokerRole="SLAVE")
+    assert not slave.append_to_commit_log(100, b"x")  # not a segment start
+    offset = 0
+    while offset < master.get_max_phy_offset():
+        data = master.get_commit_log_data(offset, 5000)
+        assert 0 < len(data) <= 5000
+        assert (offset % (64 * 1024)) + len(data) <= 64 * 1024  # never across a segment end
+        assert slave.append_to_commit_log(offset, data)
+        offset += len(data)
+    assert master.get_commit_log_data(offset, 5000) == b""
+    assert not slave.append_to_commit_log(offset + 1, b"x")
+    assert slave.dispatch_behind_bytes() == 0
+    for q in (0, 1):
+        assert [r.commit_log_offset for r in read_queue(slave, "TopicA", q)] == [
+            r.commit_log_offset for r in read_queue(master, "TopicA", q)]
+    assert len(slave.query_message("TopicA", "order-17", 32, 0, 2 ** 62).messages) == 1
+    check_consistent(slave)
+    slave_stores.close_all()
+
+
+def test_clean_restart_keeps_everything_and_counters(stores):
+    store = stores.open()
+    fill(store, 250)
+    store.shutdown()
+    assert not os.path.exists(store.paths["abort"])
+    again = stores.open()
+    assert again.last_exit_ok
+    assert again.get_max_offset_in_queue("TopicA", 1) == 125
+    result = put(again, record(queue_id=1))
+    assert result.append_result.logics_offset == 125
+    assert len(read_queue(again, "TopicA", 1)) == 126
+    check_consistent(again)
+
+
+def test_crash_recovery_truncates_a_torn_tail_and_drops_dangling_units(stores):
+    store = stores.open()
+    results = fill(store, 250)
+    end = store.get_max_phy_offset()
+    last = store.commit_log.queue.last_file
+    torn = msg.encode_record(msg.decode_record(store.select_one_message_by_offset(
+        results[-1].append_result.wrote_offset)))[:70]
+    last.mm[last.wrote_position:last.wrote_position + 70] = torn
+    # a consume-queue unit pointing past the commit log, as if the CQ were ahead
+    cq = store.find_consume_queue("TopicA", 0, create=False)
+    cq.put_position(end + 10, 100, 0, cq.max_offset_in_queue)
+    stores.crash(store)
+    assert os.path.exists(store.paths["abort"])
+    again = stores.open()
+    assert not again.last_exit_ok
+    assert again.get_max_phy_offset() == end
+    pos = end - again.commit_log.queue.last_file.file_from_offset
+    assert not any(again.commit_log.queue.last_file.mm[pos:pos + 200])
+    assert again.get_max_offset_in_queue("TopicA", 0) == 125
+    for q in (0, 1):
+        assert [r.commit_log_offset for r in read_queue(again, "TopicA", q)] == [
+            r.append_result.wrote_offset for r in results[q::2]]
+    check_consistent(again)
+
+
+def test_missing_consume_queues_are_rebuilt(stores):
+    import shutil
+    store = stores.open()
+    results = fill(store, 120)
+    store.shutdown()
+    shutil.rmtree(store.paths["consumequeue"])
+    again = stores.open()
+    for q in (0, 1):
+        assert [r.commit_log_offset for r in read_queue(again, "TopicA", q)] == [
+            r.append_result.wrote_offset for r in results[q::2]]
+    check_consistent(again)
+
+
+def test_consume_queue_behind_after_a_crash_is_completed(stores):
+    store = stores.open()
+    results = fill(store, 120)
+    cq = store.find_consume_queue("TopicA", 1, create=False)
+    last = cq.queue.last_file
+    last.mm[last.wrote_position - 60:last.wrote_position] = bytes(60)  # 3 units never written
+    stores.crash(store)
+    again = stores.open()
+    assert [r.commit_log_offset for r in read_queue(again, "TopicA", 1)] == [
+        r.append_result.wrote_offset for r in results[1::2]]
+    check_consistent(again)
+
+
+class ManualRunner:
+    """Blocking jobs wait until the test runs them."""
+
+    def __init__(self):
+        self.jobs = []
+
+    def __call__(self, f, *args):
+        d = defer.Deferred()
+        self.jobs.append((f, args, d))
+        return d
+
+    def run_next(self):
+        f, args, d = self.jobs.pop(0)
+        d.callback(f(*args))
+
+
+def test_sync_flush_answers_after_fsync_group_commits_and_times_out(stores):
+    store = stores.open(start=False, flushDiskType="SYNC_FLUSH", syncFlushTimeout=2000)
+    runner = store.flusher.run_blocking = ManualRunner()
+    store.start()
+    answers = []
+    store.put_message(record(body=b"a")).addCallback(answers.append)
+    store.put_message(record(body=b"b")).addCallback(answers.append)
+    store.put_message(record(body=b"c")).addCallback(answers.append)
+    assert answers == [] and len(runner.jobs) == 1
+    runner.run_next()  # covers "a" only: it started before "b" and "c" were written
+    assert [a.status for a in answers] == [S.PUT_OK] and len(runner.jobs) == 1
+    runner.run_next()  # one fsync for both waiting puts
+    assert [a.status for a in answers] == [S.PUT_OK] * 3 and not runner.jobs
+    assert store.commit_log.queue.flushed_where == store.get_max_phy_offset()
+    late = []
+    store.put_message(record()).addCallback(late.append)
+    stores.clock.advance(2.1)
+    assert [a.status for a in late] == [S.FLUSH_DISK_TIMEOUT]
+    assert late[0].append_result.wrote_offset > 0  # stored all the same
+    runner.run_next()
+    no_wait = []
+    store.put_message(record(WAIT="false")).addCallback(no_wait.append)
+    assert no_wait[0].status is S.PUT_OK
+    runner.run_next()
+
+
+def test_async_flush_writes_in_the_background_and_checkpoints(stores):
+    store = stores.open()
+    fill(store, 60)
+    assert store.commit_log.queue.flushed_where > 0  # 4 pages dirty woke the flusher
+    stores.clock.advance(11)
+    assert store.commit_log.queue.flushed_where == store.get_max_phy_offset()
+    assert store.checkpoint.physic_msg_timestamp > 0
+    stores.clock.advance(61)
+    cq = store.find_consume_queue("TopicA", 0, create=False)
+    assert cq.queue.flushed_where == cq.queue.max_offset
+
+
+def test_runtime_info_has_java_keys(stores):
+    store = stores.open()
+    fill(store, 5)
+    stores.clock.advance(12)
+    info = store.runtime_info()
+    for key in ("commitLogMinOffset", "commitLogMaxOffset", "dispatchBehindBytes", "putTps",
+                "getTotalTps", "bootTimestamp", "runtime", "commitLogDiskRatio",
+                "consumeQueueDiskRatio", "putMessageTimesTotal", "remainHowManyDataToFlush"):
+        assert isinstance(info[key], str), key
+    assert info["commitLogMaxOffset"] == str(store.get_max_phy_offset())
+    assert info["dispatchBehindBytes"] == "0"
+
+
+def test_message_arriving_listener(stores):
+    store = stores.open()
+    seen = []
+    store.message_arriving_listeners.append(lambda *a: seen.append(a[:3]))
+    fill(store, 3, queues=1)
+    assert seen == [("TopicA", 0, 1), ("TopicA", 0, 2), ("TopicA", 0, 3)]
+
+
+def test_a_second_process_cannot_open_a_running_store(stores):
+    stores.open()
+    from rmqproto.store.mappedfile import StoreError
+    import fcntl
+    fd = os.open(os.path.join(str(stores.root), "lock"), os.O_RDWR)
+    with pytest.raises(OSError):
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.close(fd)
+    assert StoreError
+
+
+def test_written_files_parse_with_the_codecs(stores):
+    store = stores.open()
+    fill(store, 100)
+    store.shutdown()
+    index_dir = store.paths["index"]
+    name = sorted(os.listdir(index_dir))[0]
+    data = bytearray(open(os.path.join(index_dir, name), "rb").read())
+    index = indexfile.IndexFile(data, 64, 200)
+    assert index.header.index_count > 1
+    cq_file = os.path.join(store.paths["consumequeue"], "TopicA", "0", offset_to_file_name(0))
+    units = consumequeue.valid_units(open(cq_file, "rb").read())
+    assert len(units) == 10
