@@ -81,11 +81,11 @@ class BrokerController:
         self.consumer_offset_manager = (
             offsets(config_path(self.config, "consumerOffset.json")) if offsets else None)
         self.subscription_group_manager = (
-            groups(config_path(self.config, "subscriptionGroup.json")) if groups else None)
+            groups(config_path(self.config, "subscriptionGroup.json"),
+                   auto_create=self.config["autoCreateSubscriptionGroup"]) if groups else None)
         self.client_manager = clients(self) if clients else None
         register = _optional("rmqproto.broker.processors.consume", "register")
-        if register is not None:
-            register(self)
+        self.consume_processor = register(self) if register is not None else None
 
     def _managers(self):
         return [m for m in (self.topic_config_manager, self.consumer_offset_manager,
@@ -106,7 +106,7 @@ class BrokerController:
                 load()
         self.store.load()
         self.store.start()
-        for part in (self.client_manager,):
+        for part in (self.client_manager, self.consume_processor):
             start = getattr(part, "start", None)
             if start is not None:
                 start()
@@ -120,8 +120,8 @@ class BrokerController:
         """Unregister from the NameServers, persist metadata, shut the store down (flush,
         remove ``abort``), close outgoing connections."""
         self.registration.stop()
-        for part in (self.client_manager,):
-            stop = getattr(part, "shutdown", None)
+        for part in (self.client_manager, self.consume_processor):
+            stop = getattr(part, "stop", None)
             if stop is not None:
                 stop()
         try:

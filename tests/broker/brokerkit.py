@@ -38,3 +38,19 @@ def call(controller, code, ext_fields=None, body=b"", peer="192.168.1.7:40000", 
         assert results, "the answer did not fire"
         answer = results[0]
     return None if answer is None else decode_frame(answer[4:])
+
+
+def start_broker(workdir, namesrv_addr, *args, **settings):
+    """``twistd -n rmq-master`` on a free port, small commit-log files, store under ``workdir``;
+    returns ``(daemon, "127.0.0.1:port")``."""
+    from support.daemons import Daemon
+    from support.javapeers import broker_port
+
+    port = broker_port()
+    values = dict(listenPort=port, bindAddress="127.0.0.1", brokerIP1="127.0.0.1",
+                  brokerIP2="127.0.0.1", brokerName="broker-a", namesrvAddr=namesrv_addr,
+                  storePathRootDir=workdir / "store", mappedFileSizeCommitLog=16 * 1024 * 1024,
+                  mappedFileSizeConsumeQueue=6000)
+    values.update(settings)
+    options = [item for name, value in values.items() for item in ("--" + name, value)]
+    return Daemon(workdir, "rmq-master", *options, *args, port=port), "127.0.0.1:%d" % port
