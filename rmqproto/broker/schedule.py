@@ -8,8 +8,8 @@ stores it again under its real topic and queue and moves the offset on. Offsets 
 persisted every ``flushDelayOffsetInterval`` ms and at shutdown, and served by
 GET_ALL_DELAY_OFFSET. Only a master delivers.
 
-The pure helpers (:func:`parse_delay_levels`, :func:`deliver_timestamp`, :func:`message_timeup`)
-take time as an argument.
+The pure helpers (:func:`deliver_timestamp`, :func:`message_timeup`) take time as an
+argument; ``messageDelayLevel`` is parsed by the store's ``parse_delay_levels``.
 """
 
 import os
@@ -25,13 +25,12 @@ from rmqproto.codec.message import (
     PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, MessageRecord,
     decode_record,
 )
-from rmqproto.config import ConfigError
 from rmqproto.errors import CodecError
+from rmqproto.store.dispatch import delay_level_to_queue_id, parse_delay_levels
 from rmqproto.store.results import GetMessageStatus
 
 __all__ = ["SCHEDULE_CONSUMER_GROUP", "DELAY_FOR_A_WHILE", "DELAY_FOR_A_PERIOD",
-           "delay_offset_path", "parse_delay_levels", "delay_level_to_queue_id",
-           "queue_id_to_delay_level", "deliver_timestamp", "message_timeup",
+           "delay_offset_path", "queue_id_to_delay_level", "deliver_timestamp", "message_timeup",
            "ScheduleMessageService"]
 
 log = Logger()
@@ -45,33 +44,9 @@ DELAY_FOR_A_PERIOD = 10_000
 #: messages read from a level's queue per look.
 _BATCH = 32
 
-_TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
 def delay_offset_path(store_root):
     """``StorePathConfigHelper.getDelayOffsetStorePath``."""
     return os.path.join(store_root, "config", "delayOffset.json")
-
-
-def parse_delay_levels(text):
-    """``{level: delay ms}`` of a ``messageDelayLevel`` string such as ``"1s 5s 10s 30s 1m"``.
-
-    Levels count from 1; units are s, m, h and d. Raises ``ConfigError`` where Java's
-    ``parseDelayLevel`` fails (and the broker does not start).
-    """
-    levels = {}
-    for level, value in enumerate(text.split(" "), start=1):
-        unit = _TIME_UNITS.get(value[-1:])
-        number = value[:-1]
-        digits = number[1:] if number[:1] in "+-" else number
-        if unit is None or not digits.isdigit():
-            raise ConfigError("messageDelayLevel: %r is not a delay such as 5s, 1m, 2h or 1d" % value)
-        levels[level] = int(number) * unit
-    return levels
-
-
-def delay_level_to_queue_id(level):
-    return level - 1
 
 
 def queue_id_to_delay_level(queue_id):
@@ -113,8 +88,8 @@ def message_timeup(record):
 class ScheduleMessageService:
     """Delivers delayed messages of one broker. ``controller`` gives ``config``
     (``messageDelayLevel``, ``flushDelayOffsetInterval``, ``storePathRootDir``,
-    ``brokerRole``), ``store`` and ``reactor``; after each delivery it tells
-    ``controller.pull_request_hold_service`` (when there is one) that a message arrived.
+    ``brokerRole``), ``store`` and ``reactor``. (The store announces each delivered
+    message to long polling, as it does every stored message.)
     """
 
     def __init__(self, controller):
@@ -218,14 +193,7 @@ class ScheduleMessageService:
                               msg_id=record.msg_id, status=put.status.name)
                     self._not_before[level] = self.now() + DELAY_FOR_A_PERIOD
                     return
-                self._arrived(inner, put)
             self.offset_table[level] = record.queue_offset + 1
-
-    def _arrived(self, inner, put):
-        hold = getattr(self.controller, "pull_request_hold_service", None)
-        if hold is not None and put.append_result is not None:
-            hold.notify_message_arriving(inner.topic, inner.queue_id,
-                                         put.append_result.logics_offset + 1, inner.tags_code)
 
     # ------------------------------------------------------------ life cycle
 

@@ -9,7 +9,7 @@ from rmqproto.broker.clients import ClientManager
 from rmqproto.broker.config import SETTINGS
 from rmqproto.broker.offsets import ConsumerOffsetManager, consumer_offset_path
 from rmqproto.broker.processors import consume
-from rmqproto.broker.schedule import ScheduleMessageService, delay_level_to_queue_id
+from rmqproto.broker.schedule import ScheduleMessageService
 from rmqproto.broker.subscriptions import SubscriptionGroupManager, subscription_group_path
 from rmqproto.broker.topicconfig import SCHEDULE_TOPIC, TopicConfigManager
 from rmqproto.codec.bodies.topic import TopicConfig
@@ -19,6 +19,7 @@ from rmqproto.codec.message import (
     encode_record,
 )
 from rmqproto.remoting import RequestContext, RequestDispatcher
+from rmqproto.store.dispatch import delay_level_to_queue_id
 from rmqproto.store.results import (
     AppendMessageResult, AppendMessageStatus, GetMessageResult, GetMessageStatus as G,
     PutMessageResult, PutMessageStatus,
@@ -39,6 +40,7 @@ class MemoryStore:
         self.max_delay_level = max_delay_level
         self.fail_puts = False
         self.suggest_slave = False
+        self.message_arriving_listeners = []
 
     def now(self):
         return int(self.clock.seconds() * 1000)
@@ -62,6 +64,9 @@ class MemoryStore:
         self.log += raw
         queue.append((record.commit_log_offset, len(raw), tags_code))
         self.puts.append(record)
+        for listener in self.message_arriving_listeners:
+            listener(record.topic, record.queue_id, record.queue_offset + 1, tags_code,
+                     record.store_timestamp, record.properties)
         return succeed(PutMessageResult(PutMessageStatus.PUT_OK, AppendMessageResult(
             AppendMessageStatus.PUT_OK, record.commit_log_offset, len(raw), record.msg_id,
             record.store_timestamp, record.queue_offset)))

@@ -139,13 +139,15 @@ def test_offset_moved_and_commit_offset(broker, tmp_path):
 
 def test_long_polling_answers_when_a_message_arrives(broker):
     connection = Connection()
-    answer = pull(broker, sys_flag=PULL_SUBSCRIPTION | PULL_SUSPEND, connection=connection)
+    answer = pull(broker, sys_flag=PULL_SUBSCRIPTION | PULL_SUSPEND, sub="x", connection=connection)
     results = []
     answer.addCallback(results.append)
     assert results == []
-    result = put(broker, tags="x")
-    broker.pull_request_hold_service.notify_message_arriving("T", 0, result.append_result.logics_offset + 1)
-    assert results[0].code == R.SUCCESS and results[0].ext_fields["nextBeginOffset"] == "1"
+    put(broker, tags="y")  # the store announces it; the filter "x" does not match it
+    assert results == []
+    put(broker, tags="x")
+    assert results[0].code == R.SUCCESS and results[0].ext_fields["nextBeginOffset"] == "2"
+    assert [r.tags for r in iter_records(results[0].body)] == ["x"]
 
 
 def test_long_polling_times_out_with_pull_not_found(broker):

@@ -4,19 +4,11 @@ import pytest
 from consume_support import Controller, result_of
 
 from rmqproto.broker.schedule import (
-    ScheduleMessageService, deliver_timestamp, message_timeup, parse_delay_levels,
+    ScheduleMessageService, deliver_timestamp, message_timeup,
 )
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.message import MessageRecord
-from rmqproto.config import ConfigError
 from rmqproto.errors import CodecError
-
-
-def test_parse_delay_levels():
-    assert parse_delay_levels("1s 5m 2h 1d") == {1: 1000, 2: 300_000, 3: 7_200_000, 4: 86_400_000}
-    for bad in ("1s  5s", "5x", "s", "1.5s"):
-        with pytest.raises(ConfigError):
-            parse_delay_levels(bad)
 
 
 def test_deliver_timestamp():

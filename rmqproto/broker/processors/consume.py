@@ -167,8 +167,15 @@ class ConsumeProcessor:
         self.lock_manager = RebalanceLockManager(int(self.config.get(
             LOCK_MAX_LIVE_TIME_SETTING, REBALANCE_LOCK_MAX_LIVE_TIME)))
         controller.pull_request_hold_service = self.hold_service
+        listeners = getattr(controller.store, "message_arriving_listeners", None)
+        if listeners is not None:
+            listeners.append(self._message_arriving)
         controller.rebalance_lock_manager = self.lock_manager
         self._persist_offsets = None
+
+    def _message_arriving(self, topic, queue_id, max_offset, tags_code, *details):
+        """The store's arriving listener: wake the pulls parked on that queue."""
+        self.hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
 
     def setting(self, name, default):
         return self.config.get(name, default)
@@ -464,7 +471,7 @@ class ConsumeProcessor:
                 return request.response(R.SYSTEM_ERROR, remark="topic[%s] not exist" % target.topic)
         record = self.send_back_record(original, target)
         put = self.controller.store.put_message(record)
-        return put.addCallback(self._send_back_done, request, record)
+        return put.addCallback(self._send_back_done, request)
 
     def send_back_record(self, original, target):
         """The record CONSUMER_SEND_MSG_BACK stores for ``original`` (a decoded record)."""
@@ -480,13 +487,9 @@ class ConsumeProcessor:
             born_host=original.born_host, store_host=original.store_host,
             reconsume_times=original.reconsume_times + 1)
 
-    def _send_back_done(self, result, request, record):
+    def _send_back_done(self, result, request):
         if not result.ok:
             return request.response(R.SYSTEM_ERROR, remark=result.status.name)
-        if record.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0") == "0" and result.append_result:
-            self.hold_service.notify_message_arriving(
-                record.topic, record.queue_id, result.append_result.logics_offset + 1,
-                record.tags_code)
         return request.response(R.SUCCESS)
 
     # ------------------------------------------------------------ subscription groups
