@@ -320,7 +320,9 @@ class ClientManager:
     # ------------------------------------------------------------ housekeeping
 
     def start(self):
-        """Scan for idle connections every 10 s (first after 10 s)."""
+        """Scan for idle connections every 10 s (first after 10 s); starting twice is harmless."""
+        if self._scan is not None:
+            return
         self._scan = LoopingCall(self.scan_not_active_channel)
         self._scan.clock = self.controller.reactor
         self._scan.start(SCAN_INTERVAL / 1000, now=False)
