@@ -1,0 +1,36 @@
+"""Pluggable parts are found by name among the plugins of a package."""
+
+
+import pytest
+
+from rmqproto.pluggable import IMessageStoreFactory, PluginNotFoundError, available, find
+
+
+def test_the_default_store_plugin_is_found():
+    assert find(IMessageStoreFactory, "default").name == "default"
+
+
+def test_a_third_party_package_adds_a_store(tmp_path, monkeypatch):
+    package = tmp_path / "thirdparty_plugins"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "memory.py").write_text(
+        "from zope.interface import provider\n"
+        "from rmqproto.pluggable import IMessageStoreFactory\n"
+        "@provider(IMessageStoreFactory)\n"
+        "class MemoryStore:\n"
+        "    name = 'memory'\n"
+        "    description = 'test'\n"
+        "    @staticmethod\n"
+        "    def create(config, reactor):\n"
+        "        return ('memory store', config)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import thirdparty_plugins
+    assert set(available(IMessageStoreFactory, thirdparty_plugins)) == {"memory"}
+    store = find(IMessageStoreFactory, "memory", thirdparty_plugins).create({"x": 1}, None)
+    assert store == ("memory store", {"x": 1})
+
+
+def test_unknown_name_is_a_clear_error():
+    with pytest.raises(PluginNotFoundError, match="no IMessageStoreFactory plugin named 'nope'"):
+        find(IMessageStoreFactory, "nope")
