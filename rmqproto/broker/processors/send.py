@@ -30,7 +30,7 @@ from rmqproto.codec.bodies.topic import PERM_READ, PERM_WRITE, TopicFilterType
 from rmqproto.codec.codes import MQVersion, RequestCode as RC, ResponseCode as R
 from rmqproto.codec.fastjson import java_hashmap_order
 from rmqproto.codec.message import (
-    MULTI_TAGS_FLAG, PROPERTY_CLUSTER, PROPERTY_DELAY_TIME_LEVEL, PROPERTY_MSG_REGION,
+    MULTI_TAGS_FLAG, PROPERTY_CLUSTER, PROPERTY_MSG_REGION,
     PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TRACE_SWITCH,
     PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK, TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch, string_to_properties,
