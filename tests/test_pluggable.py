@@ -34,3 +34,18 @@ def test_a_third_party_package_adds_a_store(tmp_path, monkeypatch):
 def test_unknown_name_is_a_clear_error():
     with pytest.raises(PluginNotFoundError, match="no IMessageStoreFactory plugin named 'nope'"):
         find(IMessageStoreFactory, "nope")
+
+
+def test_broker_builds_the_store_named_by_store_type(tmp_path):
+    from twisted.internet.task import Clock
+
+    from rmqproto.broker.config import SETTINGS
+    from rmqproto.broker.controller import create_store
+    from rmqproto.store.defaultstore import DefaultMessageStore
+
+    config, _ = SETTINGS.resolve({"storePathRootDir": str(tmp_path)})
+    assert isinstance(create_store(config, Clock()), DefaultMessageStore)
+    with pytest.raises(PluginNotFoundError, match="named 'rocksdb'"):
+        create_store(dict(config, storeType="rocksdb"), Clock())
+    with pytest.raises(PluginNotFoundError, match="use storeType|storeType instead"):
+        create_store(dict(config, messageStorePlugIn="com.example.Wrapper"), Clock())

@@ -46,7 +46,7 @@ BROKER_SETTINGS = Settings(
     Setting("clusterTopicEnable", True, "the cluster-name topic is readable and writable"),
     Setting("brokerTopicEnable", True, "the broker-name topic is readable and writable"),
     Setting("autoCreateSubscriptionGroup", True, "create unknown subscription groups on use"),
-    Setting("messageStorePlugIn", "", "store plugin name (empty: the default store)"),
+    Setting("messageStorePlugIn", "", "Java store wrapper classes: not supported, use storeType"),
     Setting("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC", "topic of message traces"),
     Setting("traceTopicEnable", False, "create the trace topic at start"),
     Setting("sendMessageThreadPoolNums", min(_CPUS, 4), "Java send threads (accepted, unused)"),

@@ -20,6 +20,7 @@ from rmqproto.broker.processors.send import SendMessageProcessor
 from rmqproto.broker.registration import BrokerRegistration
 from rmqproto.broker.topicconfig import TopicConfigManager, topic_config_path
 from rmqproto.codec.bodies.topic import DataVersion
+from rmqproto.pluggable import IMessageStoreFactory, PluginNotFoundError, find
 from rmqproto.remoting import RemotingClient, RequestDispatcher
 
 __all__ = ["BrokerController", "config_path", "create_store"]
@@ -33,13 +34,15 @@ def config_path(config, name):
 
 
 def create_store(config, reactor):
-    """The store named by ``messageStorePlugIn``: empty means the default store."""
-    if config.get("messageStorePlugIn"):
-        raise NotImplementedError("store plugins are not supported yet: %r"
-                                  % config["messageStorePlugIn"])
-    from rmqproto.store.defaultstore import DefaultMessageStore
+    """The store plugin named by ``storeType`` (RocketMQ 5's setting; ``default`` is ours).
 
-    return DefaultMessageStore(config, reactor)
+    Java's ``messageStorePlugIn`` names Java classes wrapping the store; such a config
+    cannot run here, so a non-empty value is refused with a clear error.
+    """
+    if config.get("messageStorePlugIn"):
+        raise PluginNotFoundError("messageStorePlugIn names Java store wrappers (%r); choose a "
+                                  "store plugin with storeType instead" % config["messageStorePlugIn"])
+    return find(IMessageStoreFactory, config.get("storeType") or "default").create(config, reactor)
 
 
 def _optional(module, name):

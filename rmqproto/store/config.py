@@ -13,6 +13,7 @@ BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
 FLUSH_DISK_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 
 STORE_SETTINGS = Settings(
+    Setting("storeType", "default", "the store plugin to use (rmqproto.pluggable.IMessageStoreFactory)"),
     Setting("storePathRootDir", os.path.join(os.path.expanduser("~"), "store"),
             "root directory of the store"),
     Setting("storePathCommitLog", "", "commit-log directory [default: <storePathRootDir>/commitlog]"),
