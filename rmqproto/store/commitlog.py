@@ -44,7 +44,7 @@ def check_message(record, max_message_size):
     encoder's checks), or ``PUT_OK``: topic over 127 characters (or bytes: the 4.x record
     has a one-byte length) or a properties string over 32767 characters is MESSAGE_ILLEGAL,
     properties over 32767 bytes PROPERTIES_SIZE_EXCEEDED, a body over ``maxMessageSize``
-    MESSAGE_ILLEGAL."""
+    MESSAGE_ILLEGAL. A message that passes gets the 4.x magic code and its ``store_size``."""
     topic = _topic_bytes(record.topic)
     if len(record.topic) > MAX_TOPIC_LENGTH or len(topic) > MAX_TOPIC_LENGTH or not topic:
         return PutMessageStatus.MESSAGE_ILLEGAL
@@ -61,6 +61,8 @@ def check_message(record, max_message_size):
     length = msg.record_length(record.sys_flag, body_length, len(topic), len(props))
     if length > max_message_size + _ENCODER_HEADROOM:
         return PutMessageStatus.MESSAGE_ILLEGAL
+    record.magic_code = msg.MESSAGE_MAGIC_CODE
+    record.store_size = length
     return PutMessageStatus.PUT_OK
 
 
@@ -81,7 +83,9 @@ def check_batch(records, max_message_size):
         status = check_message(record, max_message_size)
         if status is not PutMessageStatus.PUT_OK:
             return status
-        batch_body += 22 + len(record.body) + len(_properties_bytes(record))
+        properties_length = record.store_size - msg.record_length(
+            record.sys_flag, len(record.body), len(_topic_bytes(record.topic)), 0)
+        batch_body += 22 + len(record.body) + properties_length
     if batch_body > max_message_size:
         return PutMessageStatus.MESSAGE_ILLEGAL
     return PutMessageStatus.PUT_OK
@@ -142,11 +146,10 @@ class CommitLog:
         return self.topic_queue_table.get((record.topic, record.queue_id), 0)
 
     def append(self, record, store_timestamp):
-        """Append one checked record; fills in its offsets, store timestamp and body CRC."""
+        """Append one record that passed :func:`check_message`; fills in its offsets, store
+        timestamp and body CRC."""
         record.store_timestamp = store_timestamp
         record.body_crc = masked_crc32(record.body)
-        record.magic_code = msg.MESSAGE_MAGIC_CODE
-        record.store_size = None
         is_consumable = consumable(record.sys_flag)
         key = (record.topic, record.queue_id)
         queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
@@ -166,13 +169,12 @@ class CommitLog:
             msg.create_message_id(record.store_host, offset), store_timestamp, queue_offset)
 
     def append_batch(self, records, store_timestamp):
-        """Append checked records of one queue contiguously (one segment, consecutive offsets)."""
+        """Append records of one queue that passed :func:`check_batch` contiguously (one
+        segment, consecutive queue offsets)."""
         key = (records[0].topic, records[0].queue_id)
         for record in records:
             record.store_timestamp = store_timestamp
             record.body_crc = masked_crc32(record.body)
-            record.magic_code = msg.MESSAGE_MAGIC_CODE
-            record.store_size = None
         total = sum(r.store_size for r in records)
         mapped = self._file_for(total)
         if mapped is None:
