@@ -430,14 +430,14 @@ def test_message_arriving_listener(stores):
 
 
 def test_a_second_process_cannot_open_a_running_store(stores):
-    stores.open()
+    from rmqproto.store.defaultstore import DefaultMessageStore
     from rmqproto.store.mappedfile import StoreError
-    import fcntl
-    fd = os.open(os.path.join(str(stores.root), "lock"), os.O_RDWR)
-    with pytest.raises(OSError):
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    os.close(fd)
-    assert StoreError
+    running = stores.open()
+    other = DefaultMessageStore(running.config, stores.clock)
+    other.load()
+    with pytest.raises(StoreError):
+        other.start()
+    other.shutdown()
 
 
 def test_written_files_parse_with_the_codecs(stores):
