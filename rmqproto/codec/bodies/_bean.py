@@ -100,12 +100,22 @@ DOUBLE = _Double()
 
 
 class EnumOf(JavaType):
-    """A Java enum, written by name; ``enum_class`` is a ``str`` Enum whose values are the names."""
+    """A Java enum, written by name; ``enum_class`` is a ``str`` Enum whose values are the names,
+    declared in Java's order.
+
+    Like fastjson's ``EnumDeserializer``, the decoder also takes an integer as the constant's
+    ordinal: the C++ client writes its enums (``consumeFromWhere``, ``messageModel`` …) as numbers.
+    """
 
     def __init__(self, enum_class):
         self.enum_class = enum_class
 
     def decode(self, value, path):
+        if isinstance(value, int) and not isinstance(value, bool):
+            constants = list(self.enum_class)
+            if not 0 <= value < len(constants):
+                _fail(path, "ordinal %d is not a %s" % (value, self.enum_class.__name__))
+            return constants[value]
         try:
             return self.enum_class(value)
         except (ValueError, TypeError):
