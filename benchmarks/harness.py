@@ -4,8 +4,10 @@ runner, the machine description and result tables (plain text and markdown)."""
 import fcntl
 import os
 import platform
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 JAVA_PROJECT = Path(__file__).resolve().parent / "java"
@@ -15,6 +17,12 @@ JAVA_FLAGS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED",
               "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
               "--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED",
               "--add-opens", "java.base/java.lang=ALL-UNNAMED"]
+
+
+def exit_on_sigterm():
+    """Turn SIGTERM (``timeout``, ``kill``) into ``SystemExit`` so ``finally`` blocks stop
+    the processes a benchmark started."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def java_classpath():
@@ -65,6 +73,36 @@ def machine():
     return {"cpus": os.cpu_count(), "cpu": model,
             "python": "%s %s" % (platform.python_implementation(), platform.python_version()),
             "java": java}
+
+
+def _busy_seconds():
+    """CPU seconds all CPUs spent neither idle nor waiting for I/O (``/proc/stat``)."""
+    with open("/proc/stat") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class OtherLoad:
+    """``with OtherLoad() as other:`` then ``other.cores``: the CPU (in cores) everything
+    but this process and its waited-for children used during the block. Well above zero
+    means something else on the machine disturbed the measurement."""
+
+    cores = 0.0
+
+    def __enter__(self):
+        self._start = (time.monotonic(), _busy_seconds(), _own_seconds())
+        return self
+
+    def __exit__(self, *exc):
+        wall, busy, own = self._start
+        elapsed = time.monotonic() - wall
+        other = (_busy_seconds() - busy) - (_own_seconds() - own)
+        self.cores = max(0.0, other / elapsed) if elapsed > 0 else 0.0
 
 
 def format_table(headers, rows, markdown=False):
