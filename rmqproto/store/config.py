@@ -34,6 +34,14 @@ STORE_SETTINGS = Settings(
     Setting("deleteCommitLogFilesInterval", 100, "ms between deleting two commit-log files"),
     Setting("destroyMapedFileIntervalForcibly", 120_000, "ms before a busy file is deleted anyway"),
     Setting("cleanFileForciblyEnable", True, "delete files early when the disk is nearly full"),
+    Setting("deleteConsumeQueueFilesInterval", 100,
+            "ms of pause after a consume queue had files deleted"),
+    Setting("diskSpaceWarningLevelRatio", 0.90,
+            "disk usage (fraction) above which puts are refused [Java: system property "
+            "rocketmq.broker.diskSpaceWarningLevelRatio]"),
+    Setting("diskSpaceCleanForciblyRatio", 0.85,
+            "disk usage (fraction) above which files are deleted before they expire "
+            "[Java: system property rocketmq.broker.diskSpaceCleanForciblyRatio]"),
     Setting("maxMessageSize", 4 * 1024 * 1024, "largest message body in bytes"),
     Setting("checkCRCOnRecover", True, "verify body CRCs while recovering"),
     Setting("messageIndexEnable", True, "index message keys and unique keys"),
