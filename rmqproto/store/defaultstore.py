@@ -29,6 +29,7 @@ from rmqproto.store.flush import CommitLogFlusher, ConsumeQueueFlusher, blocking
 from rmqproto.store.indexservice import IndexService
 from rmqproto.store.interfaces import IMessageStore
 from rmqproto.store.mappedfile import StoreError
+from rmqproto.store.retention import RetentionService
 from rmqproto.store.results import (AppendMessageStatus, GetMessageResult, GetMessageStatus,
                                     PutMessageResult, PutMessageStatus, QueryMessageResult)
 from rmqproto.store.storecheckpoint import StoreCheckpoint
@@ -50,12 +51,53 @@ def total_physical_memory():
 
 
 class RunningFlags:
-    """``RunningFlags``: a store that cannot write (disk full, a file error) refuses puts
-    with SERVICE_NOT_AVAILABLE; reads go on while it is readable."""
+    """``RunningFlags``: a store that cannot write refuses puts with SERVICE_NOT_AVAILABLE;
+    reads go on while it is readable. Writing stops while the not-writeable bit or the
+    disk-full bit (set by :mod:`rmqproto.store.retention`) is set."""
+
+    NOT_READABLE_BIT = 1
+    NOT_WRITEABLE_BIT = 1 << 1
+    DISK_FULL_BIT = 1 << 4
 
     def __init__(self):
-        self.writeable = True
-        self.readable = True
+        self.flag_bits = 0
+
+    def _set(self, bit, on):
+        self.flag_bits = self.flag_bits | bit if on else self.flag_bits & ~bit
+
+    @property
+    def readable(self):
+        return not self.flag_bits & self.NOT_READABLE_BIT
+
+    @readable.setter
+    def readable(self, value):
+        self._set(self.NOT_READABLE_BIT, not value)
+
+    @property
+    def writeable(self):
+        """False while the not-writeable or the disk-full bit is set; setting it changes
+        only the not-writeable bit."""
+        return not self.flag_bits & (self.NOT_WRITEABLE_BIT | self.DISK_FULL_BIT)
+
+    @writeable.setter
+    def writeable(self, value):
+        self._set(self.NOT_WRITEABLE_BIT, not value)
+
+    @property
+    def disk_full(self):
+        return bool(self.flag_bits & self.DISK_FULL_BIT)
+
+    def get_and_make_disk_full(self):
+        """Set the disk-full bit; True when it was clear."""
+        was_ok = not self.disk_full
+        self._set(self.DISK_FULL_BIT, True)
+        return was_ok
+
+    def get_and_make_disk_ok(self):
+        """Clear the disk-full bit; True when it was clear already."""
+        was_ok = not self.disk_full
+        self._set(self.DISK_FULL_BIT, False)
+        return was_ok
 
 
 def wait_store_msg_ok(record):
@@ -105,16 +147,6 @@ def is_the_batch_full(size_py, max_msg_nums, buffer_total, message_total, in_dis
             or message_total > config["maxTransferCountOnMessageInMemory"] - 1)
 
 
-def _disk_used_ratio(path):
-    """``UtilAll.getDiskPartitionSpaceUsedPercent`` (a fraction, -1 when unknown)."""
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return -1.0
-    total = st.f_blocks * st.f_frsize
-    return (total - st.f_bfree * st.f_frsize) / total if total > 0 else -1.0
-
-
 @implementer(IMessageStore)
 class DefaultMessageStore:
     """The default :class:`~rmqproto.store.interfaces.IMessageStore`.
@@ -142,6 +174,8 @@ class DefaultMessageStore:
         self.checkpoint = None
         self.reput = ReputService(self.commit_log, self.delay_table, self._dispatch)
         self.running_flags = RunningFlags()
+        #: Deletes expired files and watches the disk (``disk_used_ratio`` is replaceable).
+        self.retention = RetentionService(self)
         self.stats = StoreStats(self.now())
         self.total_physical_memory = total_physical_memory()
         #: ``listener(topic, queue_id, logic_offset + 1, tags_code, store_timestamp, properties)``
@@ -261,6 +295,7 @@ class DefaultMessageStore:
         self._sampler = task.LoopingCall(lambda: self.stats.sample(self.now()))
         self._sampler.clock = self.reactor
         self._sampler.start(1.0, now=True)
+        self.retention.start()
         with open(self.paths["abort"], "wb"):
             pass
         self.is_shutdown = False
@@ -272,6 +307,7 @@ class DefaultMessageStore:
             self._close_files()
             return
         self.is_shutdown = True
+        self.retention.stop()
         self.flusher.stop()
         if self.cq_flusher is not None:
             self.cq_flusher.stop()
@@ -291,6 +327,11 @@ class DefaultMessageStore:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+
+    def delete_files_manually(self):
+        """``executeDeleteFilesManually``: the next 20 retention passes delete expired
+        commit-log segments whatever the hour."""
+        self.retention.execute_delete_files_manually()
 
     def _close_files(self):
         self.commit_log.close()
@@ -633,10 +674,11 @@ class DefaultMessageStore:
         now = self.now()
         info = self.stats.runtime_info(now)
         path = self.paths["commitlog"]
-        ratio = _disk_used_ratio(path)
+        ratio = self.retention.disk_used_ratio(path)
         info["commitLogDiskRatio_" + path] = java_double_str(ratio)
         info["commitLogDiskRatio"] = java_double_str(ratio)
-        info["consumeQueueDiskRatio"] = java_double_str(_disk_used_ratio(self.paths["consumequeue"]))
+        info["consumeQueueDiskRatio"] = java_double_str(
+            self.retention.disk_used_ratio(self.paths["consumequeue"]))
         info["commitLogMinOffset"] = str(self.get_min_phy_offset())
         info["commitLogMaxOffset"] = str(self.get_max_phy_offset())
         info["dispatchBehindBytes"] = str(self.dispatch_behind_bytes())
