@@ -3,7 +3,7 @@
 
 UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG,
 GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME,
-GET_TOPIC_STATS_INFO, VIEW_MESSAGE_BY_ID and QUERY_MESSAGE.
+GET_TOPIC_STATS_INFO, VIEW_MESSAGE_BY_ID, QUERY_MESSAGE and DELETE_EXPIRED_COMMITLOG.
 """
 
 import os
@@ -71,6 +71,7 @@ class AdminBrokerProcessor:
             RC.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
             RC.VIEW_MESSAGE_BY_ID: self.view_message_by_id,
             RC.QUERY_MESSAGE: self.query_message,
+            RC.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
         }
         for code, handler in handlers.items():
             dispatcher.register(int(code), handler)
@@ -149,6 +150,15 @@ class AdminBrokerProcessor:
 
     def get_broker_runtime_info(self, request, context):
         return request.response(R.SUCCESS, body=KVTable(table=self.runtime_info()).to_json())
+
+    def delete_expired_commit_log(self, request, context):
+        """``deleteExpiredCommitLog``: the store's next retention passes delete expired
+        commit-log segments whatever the hour (``executeDeleteFilesManually``). This request
+        (329) is the trigger; Java 4.9.x answers TRIGGER_DELETE_FILES (27) with
+        REQUEST_CODE_NOT_SUPPORTED, and so do we."""
+        log.warn("invoke deleteExpiredCommitLog by {peer}", peer=context.peer)
+        self.store.delete_files_manually()
+        return request.response(R.SUCCESS)
 
     def get_broker_config(self, request, context):
         """The settings as a properties text and the configuration's data version."""
