@@ -486,3 +486,22 @@ def test_shutdown_during_a_paced_pass_stops_it(stores):
     store.reactor.advance(1)
     assert done
 
+
+
+def test_delete_expired_commitlog_request_triggers_manual_deletion(tmp_path, stores):
+    from broker.brokerkit import broker_config, call
+
+    from rmqproto.broker.controller import BrokerController
+    from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
+
+    store = open_store(stores, fileReservedTime=1)
+    broker = BrokerController(broker_config(tmp_path), store.reactor, store=store)
+    fill(store, 130)
+    store.reactor.advance(HOUR)
+    assert run_pass(store) == (0, 0)
+    answer = call(broker, RC.DELETE_EXPIRED_COMMITLOG)
+    assert (answer.code, answer.remark) == (R.SUCCESS, None)
+    assert store.retention.manual_delete_times == r.MAX_MANUAL_DELETE_FILE_TIMES
+    assert run_pass(store)[0] > 0
+    # Java 4.9.x has no handler for TRIGGER_DELETE_FILES
+    assert call(broker, RC.TRIGGER_DELETE_FILES).code == R.REQUEST_CODE_NOT_SUPPORTED
