@@ -247,7 +247,10 @@ class RetentionService:
             log.info("disk space OK, used {ratio}, so mark disk ok", ratio=ratio)
 
     def check_space_full(self):
-        """``isSpaceFull``: set or clear the disk-full flag from the commit-log disk."""
+        """``isSpaceFull``: set or clear the disk-full flag from the commit-log disk (not
+        after the store is shut down)."""
+        if self.store.is_shutdown:
+            return None
         ratio = self.disk_used_ratio(self.store.paths["commitlog"])
         full = is_space_full(ratio, self.config["diskSpaceWarningLevelRatio"])
         self._set_disk_full(full, ratio)
@@ -272,7 +275,10 @@ class RetentionService:
     @defer.inlineCallbacks
     def run(self):
         """``cleanFilesPeriodically``: the commit-log pass, then the consume-queue pass. A
-        failure of either is logged and does not stop the other or the next pass."""
+        failure of either is logged and does not stop the other or the next pass. Nothing
+        happens once the store is shut down."""
+        if self.store.is_shutdown:
+            return
         try:
             yield self.clean_commit_log()
         except Exception:

@@ -505,3 +505,13 @@ def test_delete_expired_commitlog_request_triggers_manual_deletion(tmp_path, sto
     assert run_pass(store)[0] > 0
     # Java 4.9.x has no handler for TRIGGER_DELETE_FILES
     assert call(broker, RC.TRIGGER_DELETE_FILES).code == R.REQUEST_CODE_NOT_SUPPORTED
+
+
+def test_a_crashed_store_is_left_alone_by_its_timers(stores):
+    disk = Disk(0.95)
+    store = open_store(stores, disk, background=True)
+    fill(store, 200)
+    names = sorted(os.listdir(store.paths["commitlog"]))
+    stores.crash(store)                           # the timers are still on the clock
+    store.reactor.advance(120)
+    assert sorted(os.listdir(store.paths["commitlog"])) == names
