@@ -98,3 +98,7 @@ class IMessageStore(Interface):
 
     def runtime_info():
         """Java's ``getRuntimeInfo`` key/value table (strings), for GET_BROKER_RUNTIME_INFO."""
+
+    def delete_files_manually():
+        """Let the next retention passes delete expired files at any hour
+        (``executeDeleteFilesManually``, admin DELETE_EXPIRED_COMMITLOG)."""

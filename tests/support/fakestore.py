@@ -95,3 +95,6 @@ class FakeStore:
 
     def runtime_info(self):
         return {"commitLogMaxOffset": str(len(self.log)), "commitLogMinOffset": "0"}
+
+    def delete_files_manually(self):
+        self.manual_deletes = getattr(self, "manual_deletes", 0) + 1
