@@ -179,6 +179,7 @@ def test_send_back_to_retry_then_dlq(broker):
     assert (retry.topic, retry.properties["REAL_TOPIC"], retry.properties["DELAY"]) == (
         "SCHEDULE_TOPIC_XXXX", "%RETRY%g", "3")
     assert retry.properties["RETRY_TOPIC"] == "T"
+    assert retry.properties["WAIT"] == "false"
     assert retry.properties["ORIGIN_MESSAGE_ID"] == stored.append_result.msg_id
     assert retry.reconsume_times == 1
     back.offset = retry.commit_log_offset

@@ -25,15 +25,16 @@ from rmqproto.broker.rebalancelock import REBALANCE_LOCK_MAX_LIVE_TIME, Rebalanc
 from rmqproto.broker.topicconfig import dlq_topic, retry_topic
 from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.client import (
-    EXPRESSION_TYPE_TAG, SUB_ALL, GetConsumerListByGroupResponseBody, HeartbeatData,
-    LockBatchRequestBody, LockBatchResponseBody, MessageModel, MessageQueue, SubscriptionData,
-    UnlockBatchRequestBody,
+    EXPRESSION_TYPE_TAG, SUB_ALL, Connection, ConsumerConnection,
+    GetConsumerListByGroupResponseBody, GroupList, HeartbeatData, LockBatchRequestBody,
+    LockBatchResponseBody, MessageModel, MessageQueue, SubscriptionData, UnlockBatchRequestBody,
 )
 from rmqproto.codec.bodies.offsets import ConsumeStats, OffsetWrapper, SubscriptionGroupConfig
 from rmqproto.codec.bodies.topic import PERM_READ, PERM_WRITE, TOPIC_SYS_FLAG_UNIT_SUB
 from rmqproto.codec.codes import MQVersion, RequestCode as RC, ResponseCode as R
 from rmqproto.codec.message import (
-    PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, MessageRecord,
+    PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
+    PROPERTY_WAIT_STORE_MSG_OK, MessageRecord,
 )
 from rmqproto.store.results import GetMessageStatus as G
 
@@ -203,6 +204,8 @@ class ConsumeProcessor:
             RC.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
             RC.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
             RC.GET_CONSUME_STATS: self.get_consume_stats,
+            RC.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
+            RC.QUERY_TOPIC_CONSUME_BY_WHO: self.query_topic_consume_by_who,
         }
         for code, handler in handlers.items():
             dispatcher.register(int(code), handler)
@@ -420,6 +423,28 @@ class ConsumeProcessor:
         return request.response(R.SUCCESS, body=GetConsumerListByGroupResponseBody(
             consumer_id_list=ids).to_json())
 
+    def get_consumer_connection_list(self, request, context):
+        """``mqadmin consumerConnection`` and message tracks: a group's members and subscriptions."""
+        header = h.GetConsumerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
+        info = self.controller.client_manager.consumer_group_info(header.consumer_group)
+        if info is None:
+            return request.response(R.CONSUMER_NOT_ONLINE, remark="the consumer group[%s] not online"
+                                    % header.consumer_group)
+        connections = [Connection(client_id=c.client_id, client_addr=getattr(c.connection, "peer", None),
+                                  language=c.language, version=c.version)
+                       for c in info.channel_info_table.values()]
+        return request.response(R.SUCCESS, body=ConsumerConnection(
+            connection_set=connections, subscription_table=dict(info.subscription_table),
+            consume_type=info.consume_type, message_model=info.message_model,
+            consume_from_where=info.consume_from_where).to_json())
+
+    def query_topic_consume_by_who(self, request, context):
+        """The groups subscribed to a topic now, and those with offsets stored for it."""
+        header = h.QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields)
+        groups = self.controller.client_manager.consumers.query_topic_consume_by_who(header.topic)
+        groups |= set(self.controller.consumer_offset_manager.which_group_by_topic(header.topic))
+        return request.response(R.SUCCESS, body=GroupList(group_list=sorted(groups)).to_json())
+
     def lock_batch_mq(self, request, context):
         body = LockBatchRequestBody.from_json(request.body)
         locked = self.lock_manager.try_lock_batch(body.consumer_group, body.mq_set,
@@ -477,6 +502,7 @@ class ConsumeProcessor:
         """The record CONSUMER_SEND_MSG_BACK stores for ``original`` (a decoded record)."""
         properties = dict(original.properties)
         properties.setdefault(PROPERTY_RETRY_TOPIC, original.topic)
+        properties[PROPERTY_WAIT_STORE_MSG_OK] = "false"  # Java: msgExt.setWaitStoreMsgOK(false)
         properties[PROPERTY_DELAY_TIME_LEVEL] = str(target.delay_level)
         if not properties.get(PROPERTY_ORIGIN_MESSAGE_ID, "").strip():
             properties[PROPERTY_ORIGIN_MESSAGE_ID] = original.msg_id

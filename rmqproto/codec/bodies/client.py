@@ -6,7 +6,7 @@ build sets afresh (:meth:`SubscriptionData.for_expression`) order them as a
 """
 
 from rmqproto.codec.bodies._bean import (
-    BOOL, INT, LONG, STRING, BeanOf, EnumOf, JavaEnum, JsonBean, ListOf, json_bean, member,
+    BOOL, INT, LONG, STRING, BeanOf, EnumOf, JavaEnum, JsonBean, ListOf, MapOf, json_bean, member,
 )
 from rmqproto.codec.fastjson import java_hashmap_order
 from rmqproto.codec.javalang import java_string_hash
@@ -15,7 +15,7 @@ __all__ = [
     "SUB_ALL", "EXPRESSION_TYPE_TAG", "EXPRESSION_TYPE_SQL92", "ConsumeType", "MessageModel",
     "ConsumeFromWhere", "MessageQueue", "ProducerData", "SubscriptionData", "ConsumerData",
     "HeartbeatData", "LockBatchRequestBody", "LockBatchResponseBody", "UnlockBatchRequestBody",
-    "GetConsumerListByGroupResponseBody",
+    "GetConsumerListByGroupResponseBody", "GroupList", "Connection", "ConsumerConnection",
 ]
 
 #: ``SubscriptionData.SUB_ALL``: the expression that matches every tag.
@@ -136,3 +136,31 @@ class GetConsumerListByGroupResponseBody(JsonBean):
     """GET_CONSUMER_LIST_BY_GROUP's answer."""
 
     consumer_id_list: list = member(ListOf(STRING), default=None)
+
+
+@json_bean
+class GroupList(JsonBean):
+    """QUERY_TOPIC_CONSUME_BY_WHO's answer: the groups consuming a topic (a Java ``HashSet``)."""
+
+    group_list: list = member(ListOf(STRING), factory=list)
+
+
+@json_bean
+class Connection(JsonBean):
+    """One client connection of a group; ``language`` is the ``LanguageCode`` name."""
+
+    client_id: str = member(STRING, default=None)
+    client_addr: str = member(STRING, default=None)
+    language: str = member(STRING, default=None)
+    version: int = member(INT, default=0)
+
+
+@json_bean
+class ConsumerConnection(JsonBean):
+    """GET_CONSUMER_CONNECTION_LIST's answer: a consumer group's connections and subscriptions."""
+
+    connection_set: list = member(ListOf(BeanOf(Connection)), factory=list)
+    subscription_table: dict = member(MapOf(STRING, BeanOf(SubscriptionData)), factory=dict)
+    consume_type: ConsumeType = member(EnumOf(ConsumeType), default=None)
+    message_model: MessageModel = member(EnumOf(MessageModel), default=None)
+    consume_from_where: ConsumeFromWhere = member(EnumOf(ConsumeFromWhere), default=None)
