@@ -30,6 +30,9 @@ TOPIC_NOT_EXIST_REMARK = (
     "No topic route info in name server for the topic: %s\n"
     "See http://rocketmq.apache.org/docs/faq/ for further details.")
 
+#: Encoded route answers kept at most (the cache is emptied when full or when routes change).
+_MAX_CACHED_ROUTES = 10_000
+
 #: Settings UPDATE_NAMESRV_CONFIG may not change (Java answers NO_PERMISSION).
 _PROTECTED_SETTINGS = ("kvConfigPath", "configStorePath")
 
@@ -60,6 +63,9 @@ class NameServerProcessor:
         self.clock = clock
         self.persist_kv = persist_kv
         self.persist_config = persist_config
+        self._route_answers = {}  # (topic, standard, orderTopicConf) -> body, for one table version
+        self._route_answers_version = None
+        self._register_bodies = {}  # broker address -> (raw body, compressed, decoded)
 
     def now(self):
         return int(self.clock.seconds() * 1000)
@@ -140,8 +146,7 @@ class NameServerProcessor:
                      peer=context.peer)
             return request.response(R.SYSTEM_ERROR, remark="crc32 not match")
         if request.version >= MQVersion.V3_0_11:
-            body = (RegisterBrokerBody.decode(request.body, bool(header.compressed))
-                    if request.body else RegisterBrokerBody())
+            body = self._register_body(header.broker_addr, request.body, bool(header.compressed))
             wrapper, filter_servers = body.topic_config_serialize_wrapper, body.filter_server_list
         else:
             wrapper = (TopicConfigSerializeWrapper.from_json(request.body) if request.body
@@ -158,6 +163,16 @@ class NameServerProcessor:
             ha_server_addr=result.ha_server_addr, master_addr=result.master_addr)
         return request.response(R.SUCCESS, ext_fields=response_header.to_ext_fields(),
                                 body=self._kv_table_json(NAMESPACE_ORDER_TOPIC_CONFIG) or b"")
+
+    def _register_body(self, broker_addr, raw, compressed):
+        """The decoded register body; a heartbeat repeating its broker's last body is not decoded again."""
+        raw = bytes(raw or b"")
+        cached = self._register_bodies.get(broker_addr)
+        if cached is not None and cached[0] == raw and cached[1] == compressed:
+            return cached[2]
+        body = RegisterBrokerBody.decode(raw, compressed) if raw else RegisterBrokerBody()
+        self._register_bodies[broker_addr] = (raw, compressed, body)
+        return body
 
     def unregister_broker(self, request, context):
         header = h.UnRegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
@@ -203,13 +218,32 @@ class NameServerProcessor:
 
     def get_route_info_by_topic(self, request, context):
         header = h.GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields)
-        route = self.route_info.pickup_topic_route_data(header.topic)
-        if route is None:
-            return request.response(R.TOPIC_NOT_EXIST, remark=TOPIC_NOT_EXIST_REMARK % header.topic)
-        if self.config["orderMessageEnable"]:
-            route.order_topic_conf = self.kv_config.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
+        order_topic_conf = (self.kv_config.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
+                            if self.config["orderMessageEnable"] else None)
         standard = request.version >= MQVersion.V4_9_4 or bool(header.accept_standard_json_only)
-        return request.response(R.SUCCESS, body=route.to_json(standard=standard))
+        body = self._route_answer(header.topic, standard, order_topic_conf)
+        if body is None:
+            return request.response(R.TOPIC_NOT_EXIST, remark=TOPIC_NOT_EXIST_REMARK % header.topic)
+        return request.response(R.SUCCESS, body=body)
+
+    def _route_answer(self, topic, standard, order_topic_conf):
+        """The encoded route of ``topic`` (``None``: no route), reused until the table changes."""
+        if (self._route_answers_version != self.route_info.version
+                or len(self._route_answers) >= _MAX_CACHED_ROUTES):
+            self._route_answers = {}
+            self._route_answers_version = self.route_info.version
+        key = (topic, standard, order_topic_conf)
+        try:
+            return self._route_answers[key]
+        except KeyError:
+            pass
+        route = self.route_info.pickup_topic_route_data(topic)
+        body = None
+        if route is not None:
+            route.order_topic_conf = order_topic_conf
+            body = route.to_json(standard=standard)
+        self._route_answers[key] = body
+        return body
 
     def get_broker_cluster_info(self, request, context):
         return request.response(R.SUCCESS, body=self.route_info.get_all_cluster_info().to_json())

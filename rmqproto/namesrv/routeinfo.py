@@ -53,6 +53,7 @@ class RouteInfoManager:
 
     def __init__(self, expired_time=BROKER_CHANNEL_EXPIRED_TIME):
         self.expired_time = expired_time
+        self.version = 0  # bumped whenever a route could have changed (answer caches key on it)
         self.topic_queue_table = {}
         self.broker_addr_table = {}
         self.cluster_addr_table = {}  # cluster -> {broker name: None}, an ordered set
@@ -74,24 +75,31 @@ class RouteInfoManager:
         # The same address may hold only one id: a slave promoted to master loses its old id.
         for old_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
             del addrs[old_id]
+            self.version += 1
         old_addr = addrs.get(broker_id)
         addrs[broker_id] = broker_addr
         register_first = register_first or old_addr is None
+        if old_addr != broker_addr:
+            self.version += 1
 
         data_version = topic_config_wrapper.data_version
         if broker_id == MASTER_ID and (register_first or self.is_broker_topic_config_changed(
                 broker_addr, data_version)):
             for topic_config in topic_config_wrapper.topic_config_table.values():
                 self._create_and_update_queue_data(broker_name, topic_config)
+            self.version += 1
 
         previous = self.broker_live_table.get(broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(now, data_version, connection,
                                                              ha_server_addr)
         if filter_server_list is not None:
+            previous_filters = self.filter_server_table.get(broker_addr)
             if filter_server_list:
                 self.filter_server_table[broker_addr] = list(filter_server_list)
             else:
                 self.filter_server_table.pop(broker_addr, None)
+            if previous_filters != self.filter_server_table.get(broker_addr):
+                self.version += 1
 
         result = RegisterBrokerResult(first=previous is None)
         if broker_id != MASTER_ID:
@@ -126,6 +134,7 @@ class RouteInfoManager:
 
     def unregister_broker(self, cluster_name, broker_addr, broker_name, broker_id):
         """Forget one address; its broker name, cluster entry and queues go once no address is left."""
+        self.version += 1
         self.broker_live_table.pop(broker_addr, None)
         self.filter_server_table.pop(broker_addr, None)
         broker_data = self.broker_addr_table.get(broker_name)
@@ -178,6 +187,7 @@ class RouteInfoManager:
         found = found or remote_addr
         if not found:
             return None
+        self.version += 1
         self.broker_live_table.pop(found, None)
         self.filter_server_table.pop(found, None)
         broker_name_found = None
@@ -269,6 +279,7 @@ class RouteInfoManager:
 
     def delete_topic(self, topic, cluster_name=None):
         """Remove a topic everywhere, or only from the brokers of ``cluster_name``."""
+        self.version += 1
         if not cluster_name:
             self.topic_queue_table.pop(topic, None)
             return
@@ -289,6 +300,7 @@ class RouteInfoManager:
         return self._set_perm(broker_name, lambda perm: PERM_READ | PERM_WRITE)
 
     def _set_perm(self, broker_name, change):
+        self.version += 1
         count = 0
         for queue_datas in self.topic_queue_table.values():
             queue_data = queue_datas.get(broker_name)

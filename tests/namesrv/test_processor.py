@@ -191,3 +191,35 @@ def test_namesrv_config_get_and_update(server):
     assert update.code == R.SUCCESS and server.config["orderMessageEnable"] is True
     denied = server.call(RC.UPDATE_NAMESRV_CONFIG, body=b"kvConfigPath=/tmp/x\n")
     assert (denied.code, denied.remark) == (R.NO_PERMISSION, "Can not update config path")
+
+
+def test_route_answers_follow_every_table_change(server):
+    """Route answers are cached per table version: every change is seen at once."""
+    route = lambda: server.call(RC.GET_ROUTEINFO_BY_TOPIC, h.GetRouteInfoRequestHeader(topic="T"))
+    assert route().code == R.TOPIC_NOT_EXIST
+    register(server)
+    assert [q.perm for q in TopicRouteData.from_json(route().body).queue_datas] == [6]
+    server.call(RC.WIPE_WRITE_PERM_OF_BROKER, h.WipeWritePermOfBrokerRequestHeader(broker_name="broker-a"))
+    assert [q.perm for q in TopicRouteData.from_json(route().body).queue_datas] == [4]
+    register(server, broker_id=1, addr="127.0.0.2:10911", connection="slave")
+    assert set(TopicRouteData.from_json(route().body).broker_datas[0].broker_addrs) == {0, 1}
+    server.routes.on_connection_closed("x", "slave")
+    assert set(TopicRouteData.from_json(route().body).broker_datas[0].broker_addrs) == {0}
+    server.call(RC.DELETE_TOPIC_IN_NAMESRV, h.DeleteTopicFromNamesrvRequestHeader(topic="T"))
+    assert route().code == R.TOPIC_NOT_EXIST
+    register(server, counter=2)  # a new data version brings the topic back
+    assert route().code == R.SUCCESS
+    server.routes.scan_not_active_brokers(now=10 ** 15)
+    assert route().code == R.TOPIC_NOT_EXIST
+
+
+def test_repeated_heartbeat_body_is_decoded_once(server, monkeypatch):
+    decoded = []
+    original = RegisterBrokerBody.decode
+    monkeypatch.setattr(RegisterBrokerBody, "decode",
+                        classmethod(lambda cls, *a: decoded.append(1) or original(*a)))
+    register(server)
+    register(server)
+    assert len(decoded) == 1
+    register(server, topics=("T", "U"), counter=2)
+    assert len(decoded) == 2
