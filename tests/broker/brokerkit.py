@@ -42,11 +42,11 @@ def call(controller, code, ext_fields=None, body=b"", peer="192.168.1.7:40000", 
 
 def start_broker(workdir, namesrv_addr, *args, **settings):
     """``twistd -n rmq-master`` on a free port, small commit-log files, store under ``workdir``;
-    returns ``(daemon, "127.0.0.1:port")``."""
+    returns ``(daemon, "127.0.0.1:port")``. A ``listenPort`` setting (a restart) is kept."""
     from support.daemons import Daemon
     from support.javapeers import broker_port
 
-    port = broker_port()
+    port = int(settings.pop("listenPort", 0)) or broker_port()
     values = dict(listenPort=port, bindAddress="127.0.0.1", brokerIP1="127.0.0.1",
                   brokerIP2="127.0.0.1", brokerName="broker-a", namesrvAddr=namesrv_addr,
                   storePathRootDir=workdir / "store", mappedFileSizeCommitLog=16 * 1024 * 1024,
