@@ -183,6 +183,15 @@ def test_push_consumer_orderly_gets_everything_once_in_queue_order(cluster, prod
         assert offsets == list(range(len(offsets))), queue_id
 
 
+def test_push_consumer_gets_only_its_tags(cluster, produced):
+    expected, _ = produced
+    wanted = {k: m for k, m in expected.items() if m["tags"] in ("Tagsync", "Tagbatch")}
+    deliveries, _ = cluster.consume("concurrently", "GroupTagged", TOPIC, len(wanted),
+                                    "subscription=Tagsync || Tagbatch", "linger=1500")
+    counts = collections.Counter(d["keys"] for d in deliveries)
+    assert counts == dict.fromkeys(wanted, 1)
+
+
 def test_lite_pull_consumer_reads_everything_and_commits(cluster, produced):
     expected, _ = produced
     deliveries, _ = cluster.consume("litepull", "GroupLitePull", TOPIC, len(expected), "linger=1500")
@@ -311,3 +320,6 @@ def test_consumer_offsets_survive_a_restart(cluster, produced):
                                        "linger=1500")
     assert [s["status"] for s in sent] == ["SEND_OK"] * 5
     assert sorted(d["keys"] for d in deliveries) == ["fresh-key-%d" % i for i in range(5)]
+    # the consumer's parked pulls were woken by the arrivals, not by the 5 s check
+    sent_at = {s["msgId"]: s["sendTime"] for s in sent}
+    assert max(d["receivedAt"] - sent_at[d["msgId"]] for d in deliveries) < 4000

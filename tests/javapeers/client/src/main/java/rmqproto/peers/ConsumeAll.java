@@ -26,6 +26,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  * Usage: ConsumeAll NAMESRV_ADDR MODE GROUP TOPIC EXPECTED TIMEOUT_SECONDS [name=value ...]
  * MODE: "concurrently" or "orderly" (DefaultMQPushConsumer) or "litepull"
  * (DefaultLitePullConsumer, subscribe mode, auto commit). Options:
+ *   subscription=EXPR        the tag expression subscribed to ("*" by default)
  *   linger=MS                keep consuming MS after EXPECTED deliveries (to see duplicates)
  *   reconsumeLater=true      the concurrently listener always answers RECONSUME_LATER
  *   maxReconsumeTimes=N      the push consumer's maxReconsumeTimes
@@ -66,7 +67,7 @@ public final class ConsumeAll {
             lite.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
             lite.setAutoCommit(true);
             lite.setAutoCommitIntervalMillis(1000);
-            lite.subscribe(topic, "*");
+            lite.subscribe(topic, options.getOrDefault("subscription", "*"));
             lite.start();
             stop = lite::shutdown;
         } else {
@@ -105,7 +106,7 @@ public final class ConsumeAll {
         consumer.setPollNameServerInterval(1000); // topics made after the start are routed soon
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.setMaxReconsumeTimes(Integer.parseInt(options.getOrDefault("maxReconsumeTimes", "16")));
-        consumer.subscribe(topic, "*");
+        consumer.subscribe(topic, options.getOrDefault("subscription", "*"));
         if ("orderly".equals(mode)) {
             consumer.registerMessageListener((MessageListenerOrderly) (msgs, context) -> {
                 msgs.forEach(ConsumeAll::print);
