@@ -8,7 +8,6 @@ import org.apache.rocketmq.common.UtilAll;
 import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageDecoder;
-import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.protocol.RequestCode;
 import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeaderV2;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
@@ -37,9 +36,9 @@ public final class CodecBench {
         System.setProperty(RemotingCommand.REMOTING_VERSION_KEY, "409");
 
         byte[] frame = sendFrame(bodySize);
-        MessageExtBrokerInner inner = brokerMessage(bodySize);
+        MessageExtBrokerInner inner = message(bodySize);
         CommitLog.MessageExtEncoder encoder = new CommitLog.MessageExtEncoder(4 * 1024 * 1024);
-        byte[] record = MessageDecoder.encode(storedMessage(bodySize), false);
+        byte[] record = MessageDecoder.encode(inner, false);
         ByteBuffer unit = ByteBuffer.allocate(20);
         if (args[0].equals("inputs")) {
             inner.setBodyCRC(UtilAll.crc32(inner.getBody()));
@@ -138,7 +137,8 @@ public final class CodecBench {
         return MessageDecoder.messageProperties2String(p);
     }
 
-    private static MessageExtBrokerInner brokerMessage(int bodySize) {
+    /** The benchmark message, with both the properties string (broker encoder) and map (MessageDecoder). */
+    private static MessageExtBrokerInner message(int bodySize) {
         MessageExtBrokerInner m = new MessageExtBrokerInner();
         m.setTopic("BenchmarkTopic");
         m.setBody(new byte[bodySize]);
@@ -148,18 +148,6 @@ public final class CodecBench {
         m.setBornHost(new InetSocketAddress("127.0.0.1", 50000));
         m.setStoreHost(new InetSocketAddress("127.0.0.1", 10911));
         m.setPropertiesString(properties());
-        return m;
-    }
-
-    private static MessageExt storedMessage(int bodySize) {
-        MessageExt m = new MessageExt();
-        m.setTopic("BenchmarkTopic");
-        m.setBody(new byte[bodySize]);
-        m.setQueueId(3);
-        m.setBornTimestamp(1700000000000L);
-        m.setStoreTimestamp(1700000000001L);
-        m.setBornHost(new InetSocketAddress("127.0.0.1", 50000));
-        m.setStoreHost(new InetSocketAddress("127.0.0.1", 10911));
         MessageAccessor.setProperties(m, MessageDecoder.string2messageProperties(properties()));
         return m;
     }
