@@ -13,15 +13,12 @@ import signal
 import pytest
 
 from rmqproto.codec import headers as h
-from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.message import iter_records
 from support import cppclient
-from support.daemons import start_nameserver
 from support.interop import java_available
-from support.javapeers import JavaPeers
 from support.syncclient import call, wait_until
-from brokerkit import start_broker
+from brokerkit import DaemonCluster
 
 pytestmark = pytest.mark.skipif(not java_available(), reason="Java 17 and Maven are not installed")
 
@@ -34,22 +31,10 @@ DELAY_LEVELS = "1s 2s " + " ".join(["1s"] * 16)
 SEGMENTS = dict(mappedFileSizeCommitLog=16 * 1024, mappedFileSizeConsumeQueue=8 * 20)
 
 
-class Cluster:
+class Cluster(DaemonCluster):
     def __init__(self, workdir):
-        self.workdir = workdir
-        self.namesrv, self.namesrv_addr = start_nameserver(workdir)
-        self.broker = None
-        self.broker_addr = None
-        self.start_broker()
-        self.peers = JavaPeers(workdir)
-
-    def start_broker(self):
-        """Our broker; a restart keeps the port."""
-        settings = dict(SEGMENTS, messageDelayLevel=DELAY_LEVELS, flushConsumerOffsetInterval=1000)
-        if self.broker_addr is not None:
-            settings["listenPort"] = int(self.broker_addr.rsplit(":", 1)[1])
-        self.broker, self.broker_addr = start_broker(self.workdir, self.namesrv_addr, **settings)
-        wait_until(lambda: self.route("TBW102") is not None, timeout=30)
+        super().__init__(workdir, messageDelayLevel=DELAY_LEVELS, flushConsumerOffsetInterval=1000,
+                         **SEGMENTS)
 
     def restart_broker(self):
         """SIGTERM (twistd exits with the signal after its graceful stop), then start again;
@@ -66,10 +51,6 @@ class Cluster:
             perm=6, topic_filter_type="SINGLE_TAG", topic_sys_flag=0, order=False)
         answer = call(self.broker_addr, RC.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
         assert answer.code == R.SUCCESS, answer.remark
-
-    def route(self, topic):
-        answer = call(self.namesrv_addr, RC.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-        return TopicRouteData.from_json(answer.body) if answer.code == R.SUCCESS else None
 
     def consume(self, mode, group, topic, expected, *options, timeout=60):
         """Run ``ConsumeAll``; its deliveries (dicts) and sent messages."""
@@ -116,11 +97,6 @@ class Cluster:
             records.extend(iter_records(answer.body))
             offset = int(answer.ext_fields["nextBeginOffset"])
         return records
-
-    def stop(self):
-        self.peers.stop_all()
-        self.broker.stop()
-        self.namesrv.stop()
 
 
 @pytest.fixture(scope="module")

@@ -8,40 +8,20 @@ import re
 
 import pytest
 
-from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.message import decode_message_id, decode_record
-from support.daemons import start_nameserver
 from support.interop import java_available
-from support.javapeers import JavaPeers
-from support.syncclient import call, wait_until
-from brokerkit import start_broker
+from support.syncclient import call
+from brokerkit import DaemonCluster
 
 pytestmark = pytest.mark.skipif(not java_available(), reason="Java 17 and Maven are not installed")
 
 COUNT = 20
 
 
-class Cluster:
-    def __init__(self, workdir):
-        self.namesrv, self.namesrv_addr = start_nameserver(workdir)
-        self.broker, self.broker_addr = start_broker(workdir, self.namesrv_addr)
-        self.peers = JavaPeers(workdir)
-        wait_until(lambda: self.route("TBW102") is not None, timeout=30)
-
-    def route(self, topic):
-        answer = call(self.namesrv_addr, RC.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-        return TopicRouteData.from_json(answer.body) if answer.code == R.SUCCESS else None
-
-    def stop(self):
-        self.peers.stop_all()
-        self.broker.stop()
-        self.namesrv.stop()
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    cluster = Cluster(tmp_path_factory.mktemp("broker-java-send"))
+    cluster = DaemonCluster(tmp_path_factory.mktemp("broker-java-send"))
     yield cluster
     cluster.stop()
 
