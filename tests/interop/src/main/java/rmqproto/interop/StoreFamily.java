@@ -514,6 +514,29 @@ final class StoreFamily implements Main.Family {
         }
     }
 
+    /** Every message of one queue as Java reads it: offsets and unique key, in queue order. */
+    static JSONArray readQueue(DefaultMessageStore store, String topic, int queueId, long max) {
+        JSONArray msgs = new JSONArray();
+        // one call stops at a consume-queue file boundary: continue from nextBeginOffset
+        for (long next = 0; next < max; ) {
+            GetMessageResult r = store.getMessage("g", topic, queueId, next, 32, null);
+            for (ByteBuffer buf : r.getMessageBufferList()) {
+                MessageExt m = MessageDecoder.decode(buf, false, false);
+                JSONObject mf = new JSONObject(new LinkedHashMap<>());
+                mf.put("commit_log_offset", m.getCommitLogOffset());
+                mf.put("queue_offset", m.getQueueOffset());
+                mf.put("uniq_key", m.getProperty("UNIQ_KEY"));
+                msgs.add(mf);
+            }
+            r.release();
+            if (r.getNextBeginOffset() <= next) {
+                break;
+            }
+            next = r.getNextBeginOffset();
+        }
+        return msgs;
+    }
+
     /** What Java reads back: every queue's messages and every key's index lookup. */
     private static JSONObject queryStore(DefaultMessageStore store, List<String> topics) {
         JSONObject out = new JSONObject(new LinkedHashMap<>());
@@ -525,24 +548,7 @@ final class StoreFamily implements Main.Family {
                 if (max <= 0) {
                     continue;
                 }
-                JSONArray msgs = new JSONArray();
-                // one call stops at a consume-queue file boundary: continue from nextBeginOffset
-                for (long next = 0; next < max; ) {
-                    GetMessageResult r = store.getMessage("g", topic, q, next, 32, null);
-                    for (ByteBuffer buf : r.getMessageBufferList()) {
-                        MessageExt m = MessageDecoder.decode(buf, false, false);
-                        JSONObject mf = new JSONObject(new LinkedHashMap<>());
-                        mf.put("commit_log_offset", m.getCommitLogOffset());
-                        mf.put("queue_offset", m.getQueueOffset());
-                        mf.put("uniq_key", m.getProperty("UNIQ_KEY"));
-                        msgs.add(mf);
-                    }
-                    r.release();
-                    if (r.getNextBeginOffset() <= next) {
-                        break;
-                    }
-                    next = r.getNextBeginOffset();
-                }
+                JSONArray msgs = readQueue(store, topic, q, max);
                 queues.put(topic + "/" + q, msgs);
             }
         }

@@ -13,10 +13,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageDecoder;
-import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.store.ConsumeQueue;
 import org.apache.rocketmq.store.DefaultMessageStore;
-import org.apache.rocketmq.store.GetMessageResult;
 import org.apache.rocketmq.store.MessageExtBrokerInner;
 import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.QueryMessageResult;
@@ -104,23 +102,7 @@ public final class StoreServe {
                 if (max <= 0) {
                     continue;
                 }
-                JSONArray msgs = new JSONArray();
-                for (long next = 0; next < max; ) {
-                    GetMessageResult r = store.getMessage("g", topic, q, next, 32, null);
-                    for (ByteBuffer buf : r.getMessageBufferList()) {
-                        MessageExt m = MessageDecoder.decode(buf, false, false);
-                        JSONObject mf = new JSONObject(new LinkedHashMap<>());
-                        mf.put("commit_log_offset", m.getCommitLogOffset());
-                        mf.put("queue_offset", m.getQueueOffset());
-                        mf.put("uniq_key", m.getProperty("UNIQ_KEY"));
-                        msgs.add(mf);
-                    }
-                    r.release();
-                    if (r.getNextBeginOffset() <= next) {
-                        break;
-                    }
-                    next = r.getNextBeginOffset();
-                }
+                JSONArray msgs = StoreFamily.readQueue(store, topic, q, max);
                 queues.put(topic + "/" + q, msgs);
                 ConsumeQueue cq = store.getConsumeQueue(topic, q);
                 JSONArray codes = new JSONArray();
