@@ -7,12 +7,13 @@ metadata, shut the store down (flush, remove ``abort``).
 """
 
 from twisted.application import internet, service
-from twisted.internet import task
+from twisted.internet import defer, task
 from twisted.logger import Logger
 
 from rmqproto.broker.config import SETTINGS, apply_startup_rules
 from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
+from rmqproto.ha import ha_service
 from rmqproto.remoting import RemotingFactory
 
 __all__ = ["BrokerService", "Options", "makeService"]
@@ -34,6 +35,8 @@ class BrokerService(service.MultiService):
         self.listener = internet.TCPServer(config["listenPort"], self.factory,
                                            interface=config["bindAddress"], reactor=reactor)
         self.listener.setServiceParent(self)
+        #: Replication: the master's HA listener or the slave's HA client (reference §4).
+        self.ha = ha_service(self.controller)
         self.idle = task.LoopingCall(self.close_idle_connections)
         self.idle.clock = reactor
         self.started = None
@@ -42,11 +45,13 @@ class BrokerService(service.MultiService):
         super().startService()
         self.idle.start(1.0, now=False)
         self.started = self.controller.start()
+        self.ha.startService()
 
     def stopService(self):
         if self.idle.running:
             self.idle.stop()
-        d = self.controller.shutdown()
+        d = defer.maybeDeferred(self.ha.stopService)
+        d.addBoth(lambda _: self.controller.shutdown())
 
         def close(_):
             for connection in list(self.factory.connections):
