@@ -1,4 +1,4 @@
-"""twistd plugins of rmqproto: ``twistd rmq-nameserver``, ``twistd rmq-master``."""
+"""twistd plugins of rmqproto: ``rmq-nameserver``, ``rmq-master``, ``rmq-local`` (and more)."""
 
 from twisted.application.service import ServiceMaker
 
@@ -9,3 +9,7 @@ rmq_nameserver = ServiceMaker(
 rmq_master = ServiceMaker(
     "rmqproto broker", "rmqproto.services.broker",
     "An Apache RocketMQ compatible broker (master)", "rmq-master")
+
+rmq_local = ServiceMaker(
+    "rmqproto local cluster", "rmqproto.services.local",
+    "A NameServer, a SYNC_MASTER and its slave in one process", "rmq-local")
