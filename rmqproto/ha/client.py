@@ -1,0 +1,233 @@
+"""The slave's HA client as a pure state machine (reference §4.2; RMQ5 ``DefaultHAClient``).
+
+No sockets and no clock: the caller passes ``now`` (seconds) with every event and carries
+out the actions returned (:class:`Connect`, :class:`Send`, :class:`Close`); it asks
+:meth:`HAClient.get_timer` when to call :meth:`HAClient.handle_timer` next.
+
+States are RMQ5's :class:`~rmqproto.codec.ha.HAConnectionState`: READY (no connection;
+connecting or waiting to retry), TRANSFER (connected, appending what the master sends),
+SHUTDOWN. Any error goes back to READY; every change is logged.
+
+Differences from Java, on purpose:
+
+* the first report is sent as soon as the connection is made (Java waits about
+  ``haSendHeartbeatInterval``, so its master starts ~5 s late);
+* one report per batch of received bytes that grew the offset (Java: one per transfer);
+* reconnecting waits 1 s, doubling after each failed attempt up to 5 s (Java: always 5 s);
+* a transfer starting at a segment-start offset ahead of the slave's max offset (a master
+  that no longer keeps the slave's position restarting it at its oldest file) re-seeds
+  the slave's store there, logged as an error (Java: the slave is stuck forever).
+"""
+
+from collections import namedtuple
+
+from twisted.logger import Logger
+
+from rmqproto.codec.ha import HAConnectionState, TransferReader, encode_slave_report
+from rmqproto.errors import CodecError
+
+__all__ = ["Connect", "Send", "Close", "HAClient", "RECONNECT_FIRST_DELAY", "RECONNECT_MAX_DELAY"]
+
+log = Logger()
+
+#: Seconds before the first reconnection attempt; doubled after each failure.
+RECONNECT_FIRST_DELAY = 1.0
+#: Longest wait between attempts (Java's fixed 5 s).
+RECONNECT_MAX_DELAY = 5.0
+
+#: Open a TCP connection to the master's HA ``address`` ("host:port").
+Connect = namedtuple("Connect", "address")
+#: Write ``data`` to the connection.
+Send = namedtuple("Send", "data")
+#: Close the connection; ``reason`` has been logged.
+Close = namedtuple("Close", "reason")
+
+
+class HAClient:
+    """Replicates the master's commit log into ``store``.
+
+    ``store`` provides ``get_max_phy_offset()``, ``append_to_commit_log(offset, data)`` and
+    ``reset_commit_log(offset)``; ``config`` gives ``mappedFileSizeCommitLog``,
+    ``haSendHeartbeatInterval`` and ``haHousekeepingInterval`` (ms).
+    """
+
+    def __init__(self, store, config):
+        self.store = store
+        self.file_size = config["mappedFileSizeCommitLog"]
+        self.heartbeat_interval = config["haSendHeartbeatInterval"] / 1000.0
+        self.housekeeping_interval = config["haHousekeepingInterval"] / 1000.0
+        self.state = HAConnectionState.READY
+        self.master_ha_address = None
+        self.current_reported_offset = 0
+        self.last_read_timestamp = 0.0
+        self.last_write_timestamp = 0.0
+        self.transferred_bytes = 0
+        self._started = False
+        self._connecting = False
+        self._reader = None
+        self._retry_at = None
+        self._failures = 0
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def connected(self):
+        return self.state is HAConnectionState.TRANSFER
+
+    def _change_state(self, state):
+        if state is not self.state:
+            log.info("HAClient change state to {state}", state=state.name)
+            self.state = state
+
+    def _schedule_retry(self, now):
+        delay = min(RECONNECT_FIRST_DELAY * 2 ** self._failures, RECONNECT_MAX_DELAY)
+        self._failures += 1
+        self._retry_at = now + delay
+
+    def _maybe_connect(self, now):
+        if (not self._started or self.state is not HAConnectionState.READY or self._connecting
+                or self.master_ha_address is None
+                or (self._retry_at is not None and now < self._retry_at)):
+            return []
+        self._connecting = True
+        self._retry_at = None
+        return [Connect(self.master_ha_address)]
+
+    def _report(self, now):
+        self.current_reported_offset = self.store.get_max_phy_offset()
+        self.last_write_timestamp = now
+        return Send(encode_slave_report(self.current_reported_offset))
+
+    def _close(self, reason, now):
+        log.error("HAClient closes the connection with master {address}: {reason}",
+                  address=self.master_ha_address, reason=reason)
+        self._reader = None
+        self._change_state(HAConnectionState.READY)
+        self._schedule_retry(now)
+        return [Close(reason)]
+
+    # ------------------------------------------------------------ events
+
+    def start(self, now):
+        """Begin: connect as soon as the master's HA address is known."""
+        self._started = True
+        return self._maybe_connect(now)
+
+    def update_master_address(self, address, now):
+        """A new HA address of the master (registration or ``haMasterAddress``).
+
+        An open connection is kept (as Java does); the new address is used next time.
+        """
+        if address and address != self.master_ha_address:
+            log.info("update master ha address, OLD: {old} NEW: {new}",
+                     old=self.master_ha_address, new=address)
+            self.master_ha_address = address
+        return self._maybe_connect(now)
+
+    def connect_failed(self, reason, now):
+        self._connecting = False
+        log.warn("HAClient connect to master {address} failed: {reason}",
+                 address=self.master_ha_address, reason=reason)
+        if self.state is not HAConnectionState.SHUTDOWN:
+            self._schedule_retry(now)
+        return []
+
+    def connection_made(self, now):
+        """Connected: TRANSFER, and report the max offset at once."""
+        self._connecting = False
+        if self.state is HAConnectionState.SHUTDOWN:
+            return [Close("shutting down")]
+        log.info("HAClient connect to master {address}", address=self.master_ha_address)
+        self._change_state(HAConnectionState.TRANSFER)
+        self._reader = TransferReader()
+        self.last_read_timestamp = now
+        return [self._report(now)]
+
+    def connection_lost(self, reason, now):
+        """The connection closed (not by a :class:`Close` of ours, which already went READY)."""
+        if self.state is HAConnectionState.TRANSFER:
+            log.info("HAClient close connection with master {address}: {reason}",
+                     address=self.master_ha_address, reason=reason)
+            self._reader = None
+            self._change_state(HAConnectionState.READY)
+            self._schedule_retry(now)
+        return []
+
+    def data_received(self, data, now):
+        """Append what the master sent at exactly the offsets it names; report growth."""
+        if self._reader is None:
+            return []
+        self.last_read_timestamp = now
+        self.transferred_bytes += len(data)
+        try:
+            pieces = self._reader.feed(data)
+        except CodecError as exc:
+            return self._close("bad transfer header: %s" % exc, now)
+        for piece in pieces:
+            refused = self._append(piece, now)
+            if refused:
+                return refused
+        if self.store.get_max_phy_offset() > self.current_reported_offset:
+            self._failures = 0
+            return [self._report(now)]
+        return []
+
+    def _append(self, piece, now):
+        slave_offset = self.store.get_max_phy_offset()
+        if slave_offset != 0 and slave_offset != piece.offset:
+            if piece.offset > slave_offset and piece.offset % self.file_size == 0:
+                log.error("master sends from {master}, the start of a commit-log file ahead of "
+                          "this slave's max offset {slave}: discarding the slave's commit log "
+                          "and consume queues to continue at {master}",
+                          master=piece.offset, slave=slave_offset)
+                if not self.store.reset_commit_log(piece.offset):
+                    return self._close("cannot restart the commit log at %d" % piece.offset, now)
+            else:
+                return self._close("master pushed offset not equal the max phy offset in slave, "
+                                   "SLAVE: %d MASTER: %d" % (slave_offset, piece.offset), now)
+        if piece.data and not self.store.append_to_commit_log(piece.offset, piece.data):
+            return self._close("cannot append %d bytes at %d (slave max offset %d)"
+                               % (len(piece.data), piece.offset, slave_offset), now)
+        return None
+
+    def get_timer(self):
+        """When :meth:`handle_timer` is due next (seconds), or None."""
+        if self.state is HAConnectionState.TRANSFER:
+            return min(self.last_write_timestamp + self.heartbeat_interval,
+                       self.last_read_timestamp + self.housekeeping_interval)
+        if self.state is HAConnectionState.READY and self._started and not self._connecting \
+                and self.master_ha_address is not None:
+            return self._retry_at
+        return None
+
+    def handle_timer(self, now):
+        """Housekeeping (silence for ``haHousekeepingInterval``), heartbeat reports, retries."""
+        if self.state is HAConnectionState.TRANSFER:
+            if now >= self.last_read_timestamp + self.housekeeping_interval:
+                return self._close("housekeeping: nothing read from the master for %d ms"
+                                   % ((now - self.last_read_timestamp) * 1000), now)
+            if now >= self.last_write_timestamp + self.heartbeat_interval:
+                return [self._report(now)]
+            return []
+        return self._maybe_connect(now)
+
+    def shutdown(self):
+        """SHUTDOWN: close the connection, never connect again."""
+        was_connected = self.connected
+        self._reader = None
+        self._change_state(HAConnectionState.SHUTDOWN)
+        return [Close("shutdown")] if was_connected else []
+
+    # ------------------------------------------------------------ observability
+
+    def runtime_info(self):
+        """RMQ5 ``HARuntimeInfo.HAClientRuntimeInfo`` fields as GET_BROKER_RUNTIME_INFO entries."""
+        return {
+            "haClientState": self.state.name,
+            "haClientMasterAddr": self.master_ha_address or "",
+            "haClientMaxOffset": str(self.store.get_max_phy_offset()),
+            "haClientReportedOffset": str(self.current_reported_offset),
+            "haClientLastReadTimestamp": str(int(self.last_read_timestamp * 1000)),
+            "haClientLastWriteTimestamp": str(int(self.last_write_timestamp * 1000)),
+            "haClientTransferredBytes": str(self.transferred_bytes),
+        }
