@@ -1,0 +1,190 @@
+"""The master's view of its slaves: one :class:`Replica` per HA connection (reference §4.2, §4.3).
+
+Pure: no sockets, no clock reads (every call takes ``now`` in ms). The rules, with the
+places where they differ from Java's ``HAService`` / ``HAConnection``:
+
+* The first 8-byte report of a connection is its request offset, every report (the first
+  included, as in Java) its ack offset, and the largest ack ever seen is
+  ``push2SlaveMaxOffset``.
+* A report beyond the master's max offset closes the connection. Java 4.9.3+ checks only
+  the later reports; here the first one too (Java would stream nothing to such a slave,
+  forever).
+* Where the stream starts (:func:`transfer_start`): at the start of the last commit-log
+  segment for a request of 0, else at the request offset; a request below the oldest kept
+  offset starts at the oldest kept offset (Java finds no data there and sends heartbeats
+  only, forever).
+* A replica is *live* while it has reported at least once and was heard from within
+  ``2 × haSendHeartbeatInterval`` (a slave reports at least every interval). Only live
+  replicas count for ``is_slave_ok``, and the gap is measured against the best live ack,
+  not Java's all-time ``push2SlaveMaxOffset``: a connection that never reported (a port
+  probe) or went silent (a frozen or vanished slave) makes sends answer
+  SLAVE_NOT_AVAILABLE at once instead of waiting ``slaveTimeout`` for nothing.
+* A report from a connection retires the older connections from the same host that have
+  been silent for ``2 × haSendHeartbeatInterval``: a slave that reconnected leaves no stale
+  connection behind, while two live slaves on one host (both reporting) keep theirs.
+* Housekeeping: a connection silent for ``haHousekeepingInterval`` is closed, as in Java.
+"""
+
+import enum
+import itertools
+
+from rmqproto.ha.flowcontrol import FlowMonitor
+
+__all__ = ["Replica", "ReplicaTable", "ReportKind", "ReportOutcome", "transfer_start",
+           "fallbehind_max", "SILENCE_FACTOR"]
+
+#: A replica silent for this many heartbeat intervals is no longer live.
+SILENCE_FACTOR = 2
+
+
+def fallbehind_max(config):
+    """``haSlaveFallbehindMax``, or RocketMQ 5's ``haMaxGapNotInSync`` when that is set."""
+    return config.get("haMaxGapNotInSync") or config["haSlaveFallbehindMax"]
+
+
+def transfer_start(request_offset, max_offset, min_offset, file_size):
+    """``(offset the stream starts at, True when the request lies below the oldest kept
+    offset)`` for a slave's first report (reference §4.2)."""
+    if request_offset == 0:
+        return max(max_offset - max_offset % file_size, 0), False
+    if 0 <= min_offset and request_offset < min_offset:
+        return min_offset, True
+    return request_offset, False
+
+
+class ReportKind(enum.Enum):
+    REQUEST = "request"        #: the first report: the stream may start
+    ACK = "ack"                #: a later report
+    BEYOND_MAX = "beyond-max"  #: larger than the master's max offset: close the connection
+
+
+class ReportOutcome:
+    """What a report means: its kind, the stream start (a REQUEST), whether the start was
+    moved up to the oldest kept offset, and the connections it retires (their tokens)."""
+
+    __slots__ = ("kind", "start", "below_min", "retired")
+
+    def __init__(self, kind, start=None, below_min=False, retired=()):
+        self.kind = kind
+        self.start = start
+        self.below_min = below_min
+        self.retired = list(retired)
+
+
+class Replica:
+    """The master's record of one HA connection (``HAConnection``'s fields)."""
+
+    def __init__(self, token, addr, seq, now, flow):
+        self.token = token  #: the adapter's handle (its protocol)
+        self.addr = addr    #: ``"host:port"`` of the slave's socket
+        self.host = addr.rsplit(":", 1)[0]
+        self.seq = seq      #: registration order
+        self.connected_at = now
+        self.last_read = now
+        self.slave_request_offset = -1
+        self.slave_ack_offset = -1
+        #: ``nextTransferFromWhere``: the offset of the next byte to send (-1 before the start)
+        self.transfer_from_where = -1
+        self.flow = flow
+
+    @property
+    def reported(self):
+        return self.slave_request_offset >= 0
+
+
+class ReplicaTable:
+    """Every HA connection of the master, ``push2SlaveMaxOffset`` and ``isSlaveOK``."""
+
+    def __init__(self, config, now):
+        self.fallbehind_max = fallbehind_max(config)
+        self.silence_limit = SILENCE_FACTOR * config["haSendHeartbeatInterval"]
+        self.housekeeping_interval = config["haHousekeepingInterval"]
+        self.file_size = config["mappedFileSizeCommitLog"]
+        self._flow_enabled = config.get("haFlowControlEnable", False)
+        self._flow_max = config.get("maxHaTransferByteInSecond", 100 * 1024 * 1024)
+        self.replicas = {}  #: token -> Replica, in registration order
+        self.push2slave_max_offset = 0
+        self._seq = itertools.count()
+
+    def __len__(self):
+        return len(self.replicas)
+
+    def register(self, token, addr, now):
+        """A connection was accepted (before any of its I/O)."""
+        replica = Replica(token, addr, next(self._seq), now,
+                          FlowMonitor(self._flow_enabled, self._flow_max, now))
+        self.replicas[token] = replica
+        return replica
+
+    def unregister(self, token):
+        """The connection closed; unknown tokens are ignored."""
+        return self.replicas.pop(token, None)
+
+    def report(self, token, offset, now, max_offset, min_offset):
+        """The newest complete report of ``token``'s slave (a :class:`ReportOutcome`)."""
+        replica = self.replicas[token]
+        if offset > max_offset:
+            return ReportOutcome(ReportKind.BEYOND_MAX)
+        replica.last_read = now
+        replica.slave_ack_offset = offset
+        if offset > self.push2slave_max_offset:
+            self.push2slave_max_offset = offset
+        retired = [r.token for r in self.replicas.values()
+                   if r.host == replica.host and r.seq < replica.seq
+                   and now - r.last_read > self.silence_limit]
+        if replica.reported:
+            return ReportOutcome(ReportKind.ACK, retired=retired)
+        replica.slave_request_offset = offset
+        start, below_min = transfer_start(offset, max_offset, min_offset, self.file_size)
+        replica.transfer_from_where = start
+        return ReportOutcome(ReportKind.REQUEST, start, below_min, retired)
+
+    def heard(self, token, now):
+        """Bytes arrived from ``token``'s slave without completing a report."""
+        self.replicas[token].last_read = now
+
+    def is_live(self, replica, now):
+        return replica.reported and now - replica.last_read <= self.silence_limit
+
+    def live_ack_offset(self, now):
+        """The best ack offset of the live replicas, or None when none is live."""
+        return max((r.slave_ack_offset for r in self.replicas.values() if self.is_live(r, now)),
+                   default=None)
+
+    def is_slave_ok(self, master_put_where, now):
+        """``isSlaveOK``: a live replica exists and the best of them is less than
+        ``haSlaveFallbehindMax`` bytes behind ``master_put_where``."""
+        best = self.live_ack_offset(now)
+        return best is not None and master_put_where - best < self.fallbehind_max
+
+    def is_in_sync(self, replica, master_put_where, now):
+        """RocketMQ 5 ``isInSyncSlave`` (here also: live)."""
+        return (self.is_live(replica, now)
+                and master_put_where - replica.slave_ack_offset < self.fallbehind_max)
+
+    def expired(self, now):
+        """Tokens of the connections silent for more than ``haHousekeepingInterval``."""
+        return [r.token for r in self.replicas.values()
+                if now - r.last_read > self.housekeeping_interval]
+
+    def runtime_info(self, master_put_where, now):
+        """Replication entries for GET_BROKER_RUNTIME_INFO (names from RocketMQ 5's
+        ``HARuntimeInfo``, per slave suffixed with ``_<addr>``; see docs/ha.md)."""
+        info = {
+            "haConnectionCount": str(len(self.replicas)),
+            "push2SlaveMaxOffset": str(self.push2slave_max_offset),
+            "slaveFallBehindMuch": str(master_put_where - self.push2slave_max_offset),
+            "masterCommitLogMaxOffset": str(master_put_where),
+        }
+        in_sync = 0
+        for r in self.replicas.values():
+            synced = self.is_in_sync(r, master_put_where, now)
+            in_sync += synced
+            ack = r.slave_ack_offset
+            info["slaveAckOffset_" + r.addr] = str(ack)
+            info["diff_" + r.addr] = str(master_put_where - ack if ack >= 0 else master_put_where)
+            info["inSync_" + r.addr] = "true" if synced else "false"
+            info["transferFromWhere_" + r.addr] = str(r.transfer_from_where)
+            info["transferredByteInSecond_" + r.addr] = str(r.flow.speed(now))
+        info["inSyncSlaveNums"] = str(in_sync)
+        return info
