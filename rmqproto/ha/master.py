@@ -1,13 +1,357 @@
-"""The master's HA service (reference §4.2, §4.3)."""
+"""The master's HA service: the HA listener and the SYNC_MASTER replica waits (reference §4.2, §4.3).
+
+* :class:`HAMasterConnection` is one slave's connection (Java's ``HAConnection``): the read
+  side feeds the 8-byte reports to the :class:`~rmqproto.ha.replicas.ReplicaTable`; the
+  write side is a streaming producer that sends ``[offset][size][commit-log bytes]``
+  transfers of at most ``haTransferBatchSize`` bytes while the transport takes them
+  (``pauseProducing`` / ``resumeProducing``) and a size-0 heartbeat after
+  ``haSendHeartbeatInterval`` of silence.
+* :class:`HAMasterService` listens on ``haListenPort``, installs ``store.replica_waiter``
+  (the group transfer: :class:`~rmqproto.ha.transfer.GroupTransferWaits` and one timer for
+  the earliest deadline), wakes the connections when messages arrive, runs a one-second
+  tick (heartbeats, housekeeping) and logs the master/slave offset diff every 60 s.
+
+See docs/ha.md for the rules and where they differ from Java.
+"""
 
 from twisted.application import service
+from twisted.internet import defer, protocol, task
+from twisted.internet.interfaces import IPushProducer
+from twisted.logger import Logger
+from zope.interface import implementer
 
-__all__ = ["HAMasterService"]
+from rmqproto.codec.ha import TRANSFER_HEADER, SlaveReportReader
+from rmqproto.ha.replicas import ReplicaTable, ReportKind
+from rmqproto.ha.transfer import GroupTransferWaits
+from rmqproto.store.results import PutMessageStatus
+
+__all__ = ["HAMasterConnection", "HAMasterFactory", "HAMasterService", "TICK_SECONDS",
+           "DIFF_LOG_SECONDS"]
+
+log = Logger()
+
+#: Period of the heartbeat / housekeeping check (Java's ``selector.select(1000)``).
+TICK_SECONDS = 1.0
+#: ``printMasterAndSlaveDiff``: first after 10 s, then every 60 s.
+DIFF_LOG_FIRST_SECONDS = 10.0
+DIFF_LOG_SECONDS = 60.0
 
 
-class HAMasterService(service.MultiService):
-    """HA listener and replica waits of the master ``controller``."""
+@implementer(IPushProducer)
+class HAMasterConnection(protocol.Protocol):
+    """One slave's HA connection; registered with the service before any of its I/O."""
+
+    def __init__(self, ha):
+        self.ha = ha
+        self.reader = SlaveReportReader()
+        self.replica = None
+        self.paused = False
+        self.closed = False
+        self.last_write = 0
+        self._flow_wait = None
+
+    @property
+    def addr(self):
+        return self.replica.addr if self.replica is not None else "?"
+
+    # -- Protocol
+
+    def connectionMade(self):
+        peer = self.transport.getPeer()
+        self.replica = self.ha.register(self, "%s:%s" % (peer.host, peer.port))
+        self.last_write = self.ha.now()
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
+        self.transport.registerProducer(self, True)
+
+    def dataReceived(self, data):
+        if self.closed:
+            return
+        offset = self.reader.feed(data)
+        if offset is None:
+            self.ha.table.heard(self, self.ha.now())
+        else:
+            self.ha.on_report(self, offset)
+
+    def connectionLost(self, reason=None):
+        self._stop()
+        self.ha.unregister(self)
+
+    # -- IPushProducer (the transport's buffer)
+
+    def pauseProducing(self):
+        self.paused = True
+
+    def resumeProducing(self):
+        self.paused = False
+        self.pump()
+
+    def stopProducing(self):
+        self._stop()
+
+    # -- write side
+
+    def close(self, why):
+        """Drop the connection now (buffered bytes are discarded), logging ``why``."""
+        if self.closed:
+            return
+        log.warn("closing HA connection of slave[{addr}]: {why}", addr=self.addr, why=why)
+        self._stop()
+        self.ha.unregister(self)
+        self.transport.abortConnection()
+
+    def _stop(self):
+        self.closed = True
+        if self._flow_wait is not None and self._flow_wait.active():
+            self._flow_wait.cancel()
+        self._flow_wait = None
+
+    def _write(self, offset, data, now):
+        self.transport.writeSequence((TRANSFER_HEADER.pack(offset, len(data)), data))
+        self.replica.flow.add(TRANSFER_HEADER.size + len(data), now)
+        self.last_write = now
+
+    def pump(self):
+        """Send transfers from ``transferFromWhere`` while the transport takes them."""
+        replica = self.replica
+        if (self.closed or self.paused or replica is None or replica.transfer_from_where < 0
+                or self._flow_wait is not None):
+            return
+        ha = self.ha
+        ha.skip_removed_data(replica)
+        now = ha.now()
+        while not self.paused and not self.closed:
+            size = min(ha.batch_size, replica.flow.can_transfer(now) - TRANSFER_HEADER.size)
+            if size <= 0:
+                self._wait_for_budget(now)
+                return
+            where = replica.transfer_from_where
+            data = ha.store.get_commit_log_data(where, size)
+            if not data:
+                return
+            replica.transfer_from_where = where + len(data)
+            self._write(where, data, now)
+
+    def _wait_for_budget(self, now):
+        window = self.replica.flow.next_window(now)
+        log.debug("HA flow control: slave[{addr}] waits {ms} ms", addr=self.addr, ms=window - now)
+        self._flow_wait = self.ha.reactor.callLater(max(window - now, 0) / 1000.0, self._budget)
+
+    def _budget(self):
+        self._flow_wait = None
+        self.pump()
+
+    def tick(self, now):
+        """The periodic check: a heartbeat after ``haSendHeartbeatInterval`` of silence."""
+        if (self.closed or self.paused or self.replica.transfer_from_where < 0
+                or now - self.last_write <= self.ha.heartbeat_interval):
+            return
+        self._write(self.replica.transfer_from_where, b"", now)
+
+
+class HAMasterFactory(protocol.Factory):
+    """Builds :class:`HAMasterConnection` for ``ha`` (an :class:`HAMasterService`)."""
+
+    noisy = False
+
+    def __init__(self, ha):
+        self.ha = ha
+
+    def buildProtocol(self, addr):
+        return HAMasterConnection(self.ha)
+
+
+class HAMasterService(service.Service):
+    """HA listener and replica waits of the master ``controller`` (its store and reactor)."""
 
     def __init__(self, controller):
-        super().__init__()
         self.controller = controller
+        self.config = controller.config
+        self.reactor = controller.reactor
+        self.store = controller.store
+        self.batch_size = self.config["haTransferBatchSize"]
+        self.heartbeat_interval = self.config["haSendHeartbeatInterval"]
+        self.slave_timeout = self.config["slaveTimeout"]
+        self.table = ReplicaTable(self.config, self.now())
+        self.waits = GroupTransferWaits()
+        self.factory = HAMasterFactory(self)
+        self.listening_port = None
+        self._deadline_timer = None
+        self._pump_call = None
+        self._tick = task.LoopingCall(self.tick)
+        self._tick.clock = self.reactor
+        self._diff_log = task.LoopingCall(self.log_master_and_slave_diff)
+        self._diff_log.clock = self.reactor
+        self._diff_log_start = None
+
+    def now(self):
+        return int(self.reactor.seconds() * 1000)
+
+    @property
+    def port(self):
+        """The HA port actually listened on."""
+        return self.listening_port.getHost().port
+
+    # -- lifecycle
+
+    def startService(self):
+        super().startService()
+        self.listening_port = self.reactor.listenTCP(
+            self.config["haListenPort"], self.factory, interface=self.config.get("bindAddress", ""))
+        log.info("HA service listening on port {port}", port=self.port)
+        self.store.replica_waiter = self.wait_for_replica
+        self.store.runtime_info_providers.append(self.runtime_info)
+        self.store.message_arriving_listeners.append(self._on_message_arriving)
+        self._tick.start(TICK_SECONDS, now=False)
+        self._diff_log_start = self.reactor.callLater(
+            DIFF_LOG_FIRST_SECONDS, self._diff_log.start, DIFF_LOG_SECONDS, True)
+
+    def stopService(self):
+        super().stopService()
+        if self.store.replica_waiter == self.wait_for_replica:
+            self.store.replica_waiter = None
+        _remove(self.store.runtime_info_providers, self.runtime_info)
+        _remove(self.store.message_arriving_listeners, self._on_message_arriving)
+        for timer in (self._deadline_timer, self._pump_call, self._diff_log_start):
+            if timer is not None and timer.active():
+                timer.cancel()
+        for loop in (self._tick, self._diff_log):
+            if loop.running:
+                loop.stop()
+        for connection in list(self.table.replicas):
+            connection.close("the master is stopping")
+        for waiter in self.waits.take_all():
+            waiter.callback(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        port, self.listening_port = self.listening_port, None
+        return defer.maybeDeferred(port.stopListening) if port is not None else None
+
+    # -- connections
+
+    def register(self, connection, addr):
+        log.info("HAService receive new connection, {addr}", addr=addr)
+        return self.table.register(connection, addr, self.now())
+
+    def unregister(self, connection):
+        if self.table.unregister(connection) is not None:
+            log.info("HA connection of slave[{addr}] removed", addr=connection.addr)
+
+    def on_report(self, connection, offset):
+        store = self.store
+        max_offset = store.get_max_phy_offset()
+        outcome = self.table.report(connection, offset, self.now(), max_offset,
+                                    store.get_min_phy_offset())
+        if outcome.kind is ReportKind.BEYOND_MAX:
+            connection.close("slave offset %d greater than local commitLog offset %d"
+                             % (offset, max_offset))
+            return
+        for stale in outcome.retired:
+            stale.close("retired: %s of the same host reported and this one is silent"
+                        % connection.addr)
+        if outcome.kind is ReportKind.REQUEST:
+            log.info("slave[{addr}] request offset {offset}", addr=connection.addr, offset=offset)
+            if outcome.below_min:
+                log.warn("slave[{addr}] requests offset {offset}, below the oldest kept "
+                         "commit-log offset {start}: sending from {start}",
+                         addr=connection.addr, offset=offset, start=outcome.start)
+            log.info("master transfer data from {start} to slave[{addr}], and slave request "
+                     "{offset}", start=outcome.start, addr=connection.addr, offset=offset)
+            connection.pump()
+        self._answer_acks()
+
+    def skip_removed_data(self, replica):
+        """When retention removed the data at the replica's next offset, go on from the
+        oldest kept offset (logged) instead of waiting forever for data that is gone."""
+        oldest = self.store.get_min_phy_offset()
+        if 0 <= replica.transfer_from_where < oldest:
+            log.warn("slave[{addr}] needs offset {offset}, below the oldest kept commit-log "
+                     "offset {oldest}: sending from {oldest}", addr=replica.addr,
+                     offset=replica.transfer_from_where, oldest=oldest)
+            replica.transfer_from_where = oldest
+
+    def _on_message_arriving(self, *args):
+        if self._pump_call is None:
+            self._pump_call = self.reactor.callLater(0, self._pump_all)
+
+    def _pump_all(self):
+        self._pump_call = None
+        for connection in list(self.table.replicas):
+            connection.pump()
+
+    def tick(self):
+        """Every second: close silent connections (housekeeping), send heartbeats, and
+        pump (a safety net behind the arrival wake-ups)."""
+        now = self.now()
+        for connection in self.table.expired(now):
+            connection.close("ha housekeeping: nothing read for %d ms"
+                             % (now - connection.replica.last_read))
+        for connection in list(self.table.replicas):
+            connection.pump()
+            connection.tick(now)
+
+    # -- group transfer (SYNC_MASTER)
+
+    def wait_for_replica(self, next_offset):
+        """``store.replica_waiter``: SLAVE_NOT_AVAILABLE at once when no slave is OK, else
+        a Deferred firing PUT_OK when a slave acks ``next_offset`` or FLUSH_SLAVE_TIMEOUT
+        after ``slaveTimeout`` ms."""
+        now = self.now()
+        if not self.table.is_slave_ok(next_offset, now):
+            return defer.succeed(PutMessageStatus.SLAVE_NOT_AVAILABLE)
+        if self.table.push2slave_max_offset >= next_offset:
+            return defer.succeed(PutMessageStatus.PUT_OK)
+        waiter = defer.Deferred()
+        self.waits.add(next_offset, now + self.slave_timeout, waiter)
+        self._arm_deadline()
+        self._on_message_arriving()
+        return waiter
+
+    def _answer_acks(self):
+        for waiter in self.waits.acked(self.table.push2slave_max_offset):
+            waiter.callback(PutMessageStatus.PUT_OK)
+
+    def _arm_deadline(self):
+        deadline = self.waits.next_deadline()
+        if deadline is None:
+            return
+        timer = self._deadline_timer
+        at = deadline / 1000.0
+        if timer is not None and timer.active():
+            if timer.getTime() <= at:
+                return
+            timer.cancel()
+        self._deadline_timer = self.reactor.callLater(max(at - self.reactor.seconds(), 0),
+                                                      self._expire)
+
+    def _expire(self):
+        self._deadline_timer = None
+        expired = self.waits.expired(self.now())
+        if expired:
+            log.warn("{count} sends waited {ms} ms for a slave ack: FLUSH_SLAVE_TIMEOUT",
+                     count=len(expired), ms=self.slave_timeout)
+        for waiter in expired:
+            waiter.callback(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        self._arm_deadline()
+
+    # -- observability
+
+    def runtime_info(self):
+        """GET_BROKER_RUNTIME_INFO entries (``store.runtime_info_providers``)."""
+        return self.table.runtime_info(self.store.get_max_phy_offset(), self.now())
+
+    def log_master_and_slave_diff(self):
+        """``printMasterAndSlaveDiff``, plus one line per slave."""
+        max_offset = self.store.get_max_phy_offset()
+        now = self.now()
+        log.info("Slave fall behind master: {diff} bytes",
+                 diff=max_offset - self.table.push2slave_max_offset)
+        for replica in self.table.replicas.values():
+            log.info("slave[{addr}] ack offset {ack}, {lag} bytes behind, {state}",
+                     addr=replica.addr, ack=replica.slave_ack_offset,
+                     lag=max_offset - max(replica.slave_ack_offset, 0),
+                     state="live" if self.table.is_live(replica, now) else "silent")
+
+
+def _remove(items, item):
+    if item in items:
+        items.remove(item)
