@@ -577,7 +577,9 @@ class RecordScan:
             try:
                 record = decode_record(buffer, pos, self.check_crc)
             except CodecError as exc:
-                self._finish("corrupt", exc)
+                # without its traceback: frames holding ``buffer`` (an mmap view) would keep
+                # the segment from closing until the garbage collector runs
+                self._finish("corrupt", exc.with_traceback(None))
                 return
             self.position = pos + record.store_size
             yield record

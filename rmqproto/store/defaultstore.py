@@ -499,6 +499,22 @@ class DefaultMessageStore:
     def dispatch_behind_bytes(self):
         return self.reput.behind
 
+    def reset_commit_log(self, start_offset):
+        """HA slave recovery: discard the commit log and the consume queues and continue
+        with an empty segment at ``start_offset`` (a segment start); False otherwise.
+        Index entries of the discarded offsets stay and find nothing, as after retention."""
+        if self.is_shutdown or start_offset < 0 or start_offset % self.commit_log.file_size:
+            return False
+        self.commit_log.queue.destroy()
+        for cq in self._all_queues():
+            cq.destroy()
+        self.consume_queue_table.clear()
+        self.commit_log.topic_queue_table = {}
+        self.commit_log.queue.last_mapped_file(start_offset)
+        self.commit_log.queue.flushed_where = start_offset
+        self.reput.reput_from_offset = start_offset
+        return True
+
     # ------------------------------------------------------------ reading
 
     def get_message(self, group, topic, queue_id, offset, max_msg_nums, message_filter=None):

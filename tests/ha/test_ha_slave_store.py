@@ -1,0 +1,145 @@
+"""The HA client against real stores (reference §4.2): a slave ``DefaultMessageStore``
+fed the bytes a master store holds, in transfers the size Java's master sends, ends with
+a byte-identical commit log, consume queues a consumer can read, and survives a re-seed."""
+
+import filecmp
+import os
+
+import pytest
+from twisted.internet.task import Clock
+
+from rmqproto.codec.ha import encode_transfer
+from rmqproto.codec.message import MessageRecord, decode_record
+from rmqproto.ha.client import Close, HAClient, Send
+from rmqproto.store.defaultstore import DefaultMessageStore
+from rmqproto.store.results import GetMessageStatus
+
+SEGMENT = 64 * 1024
+SETTINGS = dict(mappedFileSizeCommitLog=SEGMENT, mappedFileSizeConsumeQueue=50 * 20,
+                maxHashSlotNum=64, maxIndexNum=200, haSendHeartbeatInterval=5000,
+                haHousekeepingInterval=20_000)
+BATCH = 32 * 1024  # haTransferBatchSize
+
+
+@pytest.fixture
+def pair(tmp_path):
+    clock = Clock()
+    clock.advance(1_700_000_000)
+    opened = []
+
+    def open_store(name, **config):
+        store = DefaultMessageStore(dict(SETTINGS, storePathRootDir=str(tmp_path / name), **config),
+                                    clock)
+        store.load()
+        store.start()
+        opened.append(store)
+        return store
+
+    master = open_store("master")
+    slave = open_store("slave", brokerRole="SLAVE")
+    yield master, slave
+    for store in opened:
+        store.shutdown()
+
+
+def fill(master, count, topic="HATopic"):
+    for i in range(count):
+        record = MessageRecord(topic, b"body-%d-" % i + b"x" * (i % 300), {"KEYS": "k%d" % i},
+                               queue_id=i % 3, born_host=("10.1.2.3", 5000),
+                               store_host=("10.9.8.7", 10911), born_timestamp=1_700_000_000_000)
+        master.put_message(record)
+
+
+def master_stream(master, start):
+    """What a Java master sends from ``start``: chunks of at most 32 KiB within one segment."""
+    out, offset = [], start
+    while offset < master.get_max_phy_offset():
+        data = master.get_commit_log_data(offset, BATCH)
+        out.append(encode_transfer(offset, data))
+        offset += len(data)
+    return b"".join(out)
+
+
+def replicate(client, stream, read_size):
+    actions = []
+    for i in range(0, len(stream), read_size):
+        actions += client.data_received(stream[i:i + read_size], 1.0)
+    return actions
+
+
+def same_files(a, b):
+    names = sorted(os.listdir(a))
+    assert names == sorted(os.listdir(b))
+    return all(filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False) for n in names)
+
+
+@pytest.mark.parametrize("read_size", [1000, 4093, 65536])
+def test_replicated_log_is_byte_identical_and_consumable(pair, read_size):
+    master, slave = pair
+    fill(master, 700)  # several segments, with blanks at their ends
+    assert master.get_max_phy_offset() > 2 * SEGMENT
+    client = HAClient(slave, slave.config)
+    client.start(0.0)
+    client.update_master_address("127.0.0.1:1", 0.0)
+    assert client.connection_made(0.0) == [Send((0).to_bytes(8, "big"))]
+    actions = replicate(client, master_stream(master, 0), read_size)
+    assert not [a for a in actions if isinstance(a, Close)]
+    assert slave.get_max_phy_offset() == master.get_max_phy_offset()
+    assert client.current_reported_offset == master.get_max_phy_offset()
+    assert same_files(master.paths["commitlog"], slave.paths["commitlog"])
+    for queue_id in range(3):
+        assert slave.get_max_offset_in_queue("HATopic", queue_id) == \
+            master.get_max_offset_in_queue("HATopic", queue_id)
+    result = slave.get_message("g", "HATopic", 1, 0, 32)
+    assert result.status is GetMessageStatus.FOUND
+    assert [decode_record(m).body[:7] for m in result.messages[:2]] == [b"body-1-", b"body-4-"]
+
+
+def test_an_empty_slave_starts_at_the_masters_last_segment(pair):
+    master, slave = pair
+    fill(master, 500)
+    start = master.get_max_phy_offset() - master.get_max_phy_offset() % SEGMENT
+    client = HAClient(slave, slave.config)
+    client.start(0.0)
+    client.update_master_address("127.0.0.1:1", 0.0)
+    client.connection_made(0.0)
+    replicate(client, master_stream(master, start), 8192)
+    assert slave.get_min_phy_offset() == start
+    assert slave.get_max_phy_offset() == master.get_max_phy_offset()
+
+
+def test_reseed_discards_the_log_and_queues_and_continues(pair):
+    master, slave = pair
+    fill(master, 700)
+    client = HAClient(slave, slave.config)
+    client.start(0.0)
+    client.update_master_address("127.0.0.1:1", 0.0)
+    client.connection_made(0.0)
+    first = master_stream(master, 0)
+    replicate(client, first[:12 + BATCH], 5000)  # the slave holds the first transfer only
+    assert slave.get_max_phy_offset() == BATCH
+    restart = 2 * SEGMENT
+    actions = replicate(client, master_stream(master, restart), 4096)
+    assert not [a for a in actions if isinstance(a, Close)]
+    assert slave.get_min_phy_offset() == restart
+    assert slave.get_max_phy_offset() == master.get_max_phy_offset()
+    names = sorted(os.listdir(slave.paths["commitlog"]))
+    assert names[0] == "%020d" % restart
+    for name in names:
+        assert filecmp.cmp(os.path.join(master.paths["commitlog"], name),
+                           os.path.join(slave.paths["commitlog"], name), shallow=False)
+    # the queues were rebuilt from the new records only; their offsets are the master's
+    for queue_id in range(3):
+        assert slave.get_max_offset_in_queue("HATopic", queue_id) == \
+            master.get_max_offset_in_queue("HATopic", queue_id)
+        low = slave.get_min_offset_in_queue("HATopic", queue_id)
+        result = slave.get_message("g", "HATopic", queue_id, low, 1)
+        assert result.status is GetMessageStatus.FOUND
+        assert decode_record(result.messages[0]).commit_log_offset >= restart
+
+
+def test_reset_commit_log_refuses_an_offset_inside_a_segment(pair):
+    _, slave = pair
+    assert not slave.reset_commit_log(SEGMENT + 1)
+    assert slave.reset_commit_log(SEGMENT)
+    assert slave.get_max_phy_offset() == slave.get_min_phy_offset() == SEGMENT
