@@ -197,6 +197,18 @@ def test_a_slave_below_the_oldest_kept_file_is_sent_the_oldest_file():
     assert [(o, len(b)) for o, b in got] == [(2000, 1000), (3000, 500)]
 
 
+def test_a_lagging_slave_whose_next_data_was_removed_moves_to_the_oldest_kept_file():
+    ha, reactor, store = make_service(haTransferBatchSize=1 << 20)
+    store.append(data(100))
+    slave = Slave(ha)
+    slave.conn.pauseProducing()
+    slave.report(50)
+    store.append(data(2400, 100))
+    store.min_offset = 2000              # retention removed the first two segments
+    slave.conn.resumeProducing()
+    assert slave.received() == [(2000, bytes(store.log[2000:]))]
+
+
 def test_new_data_is_pushed_when_messages_arrive():
     ha, reactor, store = make_service()
     slave = Slave(ha)
