@@ -186,7 +186,7 @@ class ScheduleMessageService:
             except CodecError as exc:
                 log.error("drop a scheduled message: {error}", error=exc)
             else:
-                put = yield store.put_message(inner)
+                put = yield store.put_message(inner, wait_store_msg_ok=False)  # Java: messageTimeup
                 if not put.ok:
                     log.error("ScheduleMessageService, a message time up, but reput it failed, "
                               "topic: {topic} msgId {msg_id} status {status}", topic=inner.topic,

@@ -36,7 +36,7 @@ from rmqproto.store.storecheckpoint import StoreCheckpoint
 from rmqproto.store.storestats import StoreStats
 
 __all__ = ["DefaultMessageStore", "RunningFlags", "is_the_batch_full", "next_offset_correction",
-           "to_schedule_topic", "wait_store_msg_ok", "total_physical_memory"]
+           "to_schedule_topic", "total_physical_memory"]
 
 log = Logger()
 _UNIT = CQ_STORE_UNIT_SIZE
@@ -98,12 +98,6 @@ class RunningFlags:
         was_ok = not self.disk_full
         self._set(self.DISK_FULL_BIT, False)
         return was_ok
-
-
-def wait_store_msg_ok(record):
-    """``isWaitStoreMsgOK``: the ``WAIT`` property, true unless it says otherwise."""
-    value = record.properties.get(msg.PROPERTY_WAIT_STORE_MSG_OK)
-    return value is None or value.strip().lower() == "true"
 
 
 def to_schedule_topic(record, max_level):
@@ -402,44 +396,37 @@ class DefaultMessageStore:
         record.sys_flag = (record.sys_flag & ~(msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG)
                            ) | msg.host_flags(record.born_host, record.store_host)
 
-    def put_message(self, record):
+    def put_message(self, record, wait_store_msg_ok=True):
         status = self._store_status()
+        if status is PutMessageStatus.PUT_OK and len(record.topic) > 127:
+            status = PutMessageStatus.MESSAGE_ILLEGAL
+        if status is PutMessageStatus.PUT_OK:
+            to_schedule_topic(record, self.max_delay_level)
+            self._fix_host_flags(record)
+            status = check_message(record, self.config["maxMessageSize"])
         if status is not PutMessageStatus.PUT_OK:
             return self._refused(status)
-        if len(record.topic) > 127:
-            return self._refused(PutMessageStatus.MESSAGE_ILLEGAL)
-        to_schedule_topic(record, self.max_delay_level)
-        self._fix_host_flags(record)
-        status = check_message(record, self.config["maxMessageSize"])
-        if status is not PutMessageStatus.PUT_OK:
-            return self._refused(status)
-        at_head = self.reput.reput_from_offset == self.commit_log.max_offset
-        before = self.commit_log.max_offset
-        result = self.commit_log.append(record, self.now())
-        if result.status is not AppendMessageStatus.PUT_OK:
-            return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
-        if at_head:
-            if result.wrote_offset != before:
-                self.reput.skip_blank(before)
-            self.reput.dispatch_record(record)
-        else:
-            self.reput.do_reput()
-        self.stats.put(1, result.wrote_bytes)
-        return self._after_append(result, wait_store_msg_ok(record))
+        return self._append([record], lambda now: self.commit_log.append(record, now),
+                            wait_store_msg_ok)
 
-    def put_messages(self, records):
+    def put_messages(self, records, wait_store_msg_ok=True):
         records = list(records)
         status = self._store_status()
+        if status is PutMessageStatus.PUT_OK:
+            for record in records:
+                self._fix_host_flags(record)
+            status = check_batch(records, self.config["maxMessageSize"])
         if status is not PutMessageStatus.PUT_OK:
             return self._refused(status)
-        for record in records:
-            self._fix_host_flags(record)
-        status = check_batch(records, self.config["maxMessageSize"])
-        if status is not PutMessageStatus.PUT_OK:
-            return self._refused(status)
-        at_head = self.reput.reput_from_offset == self.commit_log.max_offset
+        return self._append(records, lambda now: self.commit_log.append_batch(records, now),
+                            wait_store_msg_ok)
+
+    def _append(self, records, append, wait):
+        """Run ``append(now)`` (a commit-log append of ``records``), dispatch what it wrote
+        and start the waits."""
         before = self.commit_log.max_offset
-        result = self.commit_log.append_batch(records, self.now())
+        at_head = self.reput.reput_from_offset == before
+        result = append(self.now())
         if result.status is not AppendMessageStatus.PUT_OK:
             return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
         if at_head:
@@ -450,7 +437,7 @@ class DefaultMessageStore:
         else:
             self.reput.do_reput()
         self.stats.put(len(records), result.wrote_bytes)
-        return self._after_append(result, wait_store_msg_ok(records[0]))
+        return self._after_append(result, wait)
 
     def _after_append(self, result, wait):
         """Combine the flush wait and the replica wait (a non-OK replica status wins)."""

@@ -28,7 +28,7 @@ class IMessageStore(Interface):
     def shutdown():
         """Flush everything, stop background work, remove the ``abort`` file (a clean stop)."""
 
-    def put_message(record):
+    def put_message(record, wait_store_msg_ok=True):
         """Append one message, a :class:`~rmqproto.codec.message.MessageRecord` whose topic,
         queue, body, properties, flags, born/store hosts and born timestamp the send path set.
 
@@ -36,11 +36,17 @@ class IMessageStore(Interface):
         message with a ``DELAY`` level to ``SCHEDULE_TOPIC_XXXX``, reference §3.2). Returns
         a ``Deferred`` firing with a :class:`~rmqproto.store.results.PutMessageResult` once
         the configured flush (and, for SYNC_MASTER, replication) wait is over.
+
+        ``wait_store_msg_ok`` is the message's ``WAIT`` (Java's ``isWaitStoreMsgOK``); it is
+        an argument because the stored properties need not hold it (the send path drops it,
+        reference §3.4). When false, the ``Deferred`` fires with PUT_OK as soon as the
+        record is appended, without the SYNC_FLUSH or SYNC_MASTER wait.
         """
 
-    def put_messages(records):
+    def put_messages(records, wait_store_msg_ok=True):
         """Append a batch: ``records`` of one topic and queue, stored contiguously; a
-        ``Deferred`` of one :class:`PutMessageResult` for all of them (reference §3.6)."""
+        ``Deferred`` of one :class:`PutMessageResult` for all of them (reference §3.6).
+        ``wait_store_msg_ok`` as for :meth:`put_message` (the batch's ``WAIT``)."""
 
     def get_message(group, topic, queue_id, offset, max_msg_nums, message_filter=None):
         """Read up to ``max_msg_nums`` messages of one queue from logical ``offset``.

@@ -30,7 +30,7 @@ def make_controller(tmp_path, **overrides):
     clock = Clock()
     clock.advance(NOW_MS / 1000)
     controller = BrokerController(broker_config(tmp_path, **overrides), clock,
-                                  store=FakeStore(now=lambda: int(clock.seconds() * 1000)))
+                                  store=FakeStore(clock))
     return controller
 
 

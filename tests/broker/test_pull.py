@@ -157,7 +157,7 @@ def test_long_polling_times_out_with_pull_not_found(broker):
     broker.reactor.advance(14.9)
     assert results == []
     broker.reactor.advance(0.1)
-    assert results[0].code == R.PULL_NOT_FOUND and results[0].remark == "NO_MATCHED_LOGIC_QUEUE"
+    assert results[0].code == R.PULL_NOT_FOUND and results[0].remark == "NO_MESSAGE_IN_QUEUE"
 
 
 def test_short_polling(tmp_path):

@@ -9,6 +9,7 @@ from rmqproto.broker.schedule import (
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.message import MessageRecord
 from rmqproto.errors import CodecError
+from rmqproto.store.results import PutMessageStatus
 
 
 def test_deliver_timestamp():
@@ -54,10 +55,10 @@ def test_failed_delivery_is_retried_later(tmp_path):
     broker = Controller(tmp_path)
     broker.schedule_service.start()
     result_of(broker.store.put_message(MessageRecord("T", b"x", {"DELAY": "1"})))
-    broker.store.fail_puts = True
+    broker.store.put_status = PutMessageStatus.CREATE_MAPEDFILE_FAILED
     broker.reactor.pump([0.1] * 12)
     assert broker.schedule_service.offset_table.get(1, 0) == 0
-    broker.store.fail_puts = False
+    broker.store.put_status = None
     broker.reactor.pump([0.1] * 50)
     assert broker.schedule_service.offset_table.get(1, 0) == 0  # waits 10 s after a failure
     broker.reactor.pump([0.1] * 60)

@@ -1,14 +1,20 @@
 """The send path against an in-memory store: every check and response code of reference §2.3."""
 
 import pytest
+from twisted.internet.defer import Deferred
 
+from rmqproto.broker.controller import BrokerController
+from rmqproto.broker.processors.send import wait_store_msg_ok
 from rmqproto.codec import headers as h
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
+from rmqproto.codec.frame import FLAG_ONEWAY, RemotingCommand, decode_frame
 from rmqproto.codec.message import (
     Message, create_message_id, encode_batch, properties_to_string,
 )
+from rmqproto.remoting import RequestContext
 from rmqproto.store.results import PutMessageStatus
-from brokerkit import NOW_MS, call, make_controller
+from brokerkit import NOW_MS, broker_config, call, make_controller
+from store.store_support import ManualRunner, stores  # noqa: F401 (a fixture: real stores)
 
 
 def send_header(topic="TopicA", queue_id=1, properties=None, **kw):
@@ -179,7 +185,7 @@ STATUS_CODES = [
 
 @pytest.mark.parametrize("status, code, stored", STATUS_CODES, ids=[s.name for s, _, _ in STATUS_CODES])
 def test_store_status_to_response_code(broker, status, code, stored):
-    broker.store.next_status = status
+    broker.store.put_status = status
     answer = send(broker)
     assert answer.code == code
     assert ("msgId" in answer.ext_fields) is stored
@@ -195,8 +201,6 @@ def test_missing_header_field_is_a_system_error(broker):
 
 
 def test_oneway_send_is_stored_and_not_answered(broker):
-    from rmqproto.codec.frame import FLAG_ONEWAY, RemotingCommand
-    from rmqproto.remoting import RequestContext
     request = RemotingCommand(int(RC.SEND_MESSAGE_V2), ext_fields=send_header().to_ext_fields(),
                               body=b"x", flag=FLAG_ONEWAY)
     answers = []
@@ -250,3 +254,64 @@ def test_multi_tag_topic_sets_the_sys_flag(broker):
         TopicConfig("Multi", 2, 2, topic_filter_type=TopicFilterType.MULTI_TAG))
     send(broker, topic="Multi", queue_id=0)
     assert broker.store.records("Multi", 0)[0].sys_flag & 0x2
+
+
+# ---------------------------------------------------------------- WAIT (isWaitStoreMsgOK)
+
+def test_wait_property_rule():
+    assert wait_store_msg_ok({}) and wait_store_msg_ok({"WAIT": "TRUE"})
+    assert not wait_store_msg_ok({"WAIT": "false"})
+    assert not wait_store_msg_ok({"WAIT": " true"})  # Boolean.parseBoolean does not trim
+
+
+@pytest.mark.parametrize("properties, wait", [
+    ({"WAIT": "true", "TAGS": "a"}, True), ({"TAGS": "a"}, True), ({"WAIT": "false"}, False)])
+def test_the_store_is_told_wait_though_it_is_not_stored(broker, properties, wait):
+    assert send(broker, properties=properties).code == R.SUCCESS
+    assert broker.store.waits == [wait]
+    assert "WAIT" not in broker.store.records("TopicA", 1)[0].properties
+
+
+def test_a_batch_waits_as_its_header_says(broker):
+    messages = [Message(b"m", {"WAIT": "true"}, 0)]
+    header = send_header(properties={"WAIT": "false"}, batch=True)
+    assert send(broker, header, encode_batch(messages), code=RC.SEND_BATCH_MESSAGE).code == R.SUCCESS
+    assert broker.store.waits == [False]
+
+
+def dispatch(controller, header, body=b"hello"):
+    """Send without waiting for the answer: a list that gets the decoded response."""
+    request = RemotingCommand(int(RC.SEND_MESSAGE_V2), opaque=7, ext_fields=header.to_ext_fields(),
+                              body=body)
+    answers = []
+    answer = controller.dispatcher.dispatch(request, RequestContext(None, "192.168.1.7:40000"))
+    answer.addCallback(lambda frame: answers.append(decode_frame(frame[4:])))
+    return answers
+
+
+def test_sync_flush_answers_a_wait_false_send_at_once(tmp_path, stores):
+    store = stores.open(start=False, flushDiskType="SYNC_FLUSH", syncFlushTimeout=2000)
+    runner = store.flusher.run_blocking = ManualRunner()
+    store.start()
+    broker = BrokerController(broker_config(tmp_path, flushDiskType="SYNC_FLUSH"),
+                              store.reactor, store=store)
+    no_wait = dispatch(broker, send_header(properties={"WAIT": "false"}))
+    assert [(a.code, a.ext_fields["queueOffset"]) for a in no_wait] == [(R.SUCCESS, "0")]
+    waiting = dispatch(broker, send_header(properties={"WAIT": "true"}))
+    assert waiting == [] and runner.jobs
+    while runner.jobs:
+        runner.run_next()
+    assert [(a.code, a.ext_fields["queueOffset"]) for a in waiting] == [(R.SUCCESS, "1")]
+    late = dispatch(broker, send_header(properties={"TAGS": "a"}))
+    store.reactor.advance(2.1)
+    assert [a.code for a in late] == [R.FLUSH_DISK_TIMEOUT]
+
+
+def test_sync_master_answers_a_wait_false_send_without_the_slave(tmp_path, stores):
+    store = stores.open(brokerRole="SYNC_MASTER")
+    store.replica_waiter = lambda next_offset: Deferred()  # a slave that never answers
+    broker = BrokerController(broker_config(tmp_path, brokerRole="SYNC_MASTER"),
+                              store.reactor, store=store)
+    assert [a.code for a in dispatch(broker, send_header(properties={"WAIT": "false"}))] == [
+        R.SUCCESS]
+    assert dispatch(broker, send_header()) == []

@@ -1,7 +1,7 @@
 """Fixtures of the store tests: small segments so that rolls, blanks and new CQ files happen."""
 
 import pytest
-from twisted.internet import task
+from twisted.internet import defer, task
 
 from rmqproto.codec.message import MessageRecord
 from rmqproto.store.defaultstore import DefaultMessageStore
@@ -67,3 +67,19 @@ def put(store, rec):
     store.put_message(rec).addCallback(results.append)
     assert results, "put did not complete"
     return results[0]
+
+
+class ManualRunner:
+    """Blocking jobs wait until the test runs them."""
+
+    def __init__(self):
+        self.jobs = []
+
+    def __call__(self, f, *args):
+        d = defer.Deferred()
+        self.jobs.append((f, args, d))
+        return d
+
+    def run_next(self):
+        f, args, d = self.jobs.pop(0)
+        d.callback(f(*args))

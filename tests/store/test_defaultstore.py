@@ -11,7 +11,7 @@ from rmqproto.codec.storefile import offset_to_file_name
 from rmqproto.store.dispatch import SCHEDULE_TOPIC
 from rmqproto.store.interfaces import IMessageStore
 from rmqproto.store.results import GetMessageStatus as G, PutMessageStatus as S
-from store_support import STORE_HOST, put, record
+from store_support import STORE_HOST, ManualRunner, put, record
 
 from zope.interface.verify import verifyObject
 
@@ -354,22 +354,6 @@ def test_consume_queue_behind_after_a_crash_is_completed(stores):
     check_consistent(again)
 
 
-class ManualRunner:
-    """Blocking jobs wait until the test runs them."""
-
-    def __init__(self):
-        self.jobs = []
-
-    def __call__(self, f, *args):
-        d = defer.Deferred()
-        self.jobs.append((f, args, d))
-        return d
-
-    def run_next(self):
-        f, args, d = self.jobs.pop(0)
-        d.callback(f(*args))
-
-
 def test_sync_flush_answers_after_fsync_group_commits_and_times_out(stores):
     store = stores.open(start=False, flushDiskType="SYNC_FLUSH", syncFlushTimeout=2000)
     runner = store.flusher.run_blocking = ManualRunner()
@@ -390,10 +374,47 @@ def test_sync_flush_answers_after_fsync_group_commits_and_times_out(stores):
     assert [a.status for a in late] == [S.FLUSH_DISK_TIMEOUT]
     assert late[0].append_result.wrote_offset > 0  # stored all the same
     runner.run_next()
-    no_wait = []
-    store.put_message(record(WAIT="false")).addCallback(no_wait.append)
-    assert no_wait[0].status is S.PUT_OK
-    runner.run_next()
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_sync_flush_does_not_wait_when_told_so(stores, batch):
+    """``wait_store_msg_ok=False`` (Java's WAIT=false) answers PUT_OK at once, whatever the
+    stored properties say (the send path drops WAIT from them)."""
+    store = stores.open(start=False, flushDiskType="SYNC_FLUSH", syncFlushTimeout=2000)
+    runner = store.flusher.run_blocking = ManualRunner()
+    store.start()
+    answers = []
+    if batch:
+        put = store.put_messages([record(), record(WAIT="true")], wait_store_msg_ok=False)
+    else:
+        put = store.put_message(record(WAIT="true"), wait_store_msg_ok=False)
+    put.addCallback(answers.append)
+    assert [a.status for a in answers] == [S.PUT_OK]
+    assert store.get_max_offset_in_queue("TopicA", 0) == (2 if batch else 1)
+    waiting = []
+    store.put_message(record(WAIT="false")).addCallback(waiting.append)  # the argument decides
+    assert waiting == []
+    while runner.jobs:
+        runner.run_next()
+    assert [a.status for a in waiting] == [S.PUT_OK]
+
+
+def test_sync_master_waits_for_the_replica_unless_told_not_to(stores):
+    store = stores.open(brokerRole="SYNC_MASTER")
+    replicas = []
+
+    def replica_waiter(next_offset):
+        replicas.append((next_offset, defer.Deferred()))
+        return replicas[-1][1]
+
+    store.replica_waiter = replica_waiter
+    at_once, waiting = [], []
+    store.put_message(record(), wait_store_msg_ok=False).addCallback(at_once.append)
+    assert [a.status for a in at_once] == [S.PUT_OK] and replicas == []
+    store.put_message(record()).addCallback(waiting.append)
+    assert waiting == [] and replicas[0][0] == store.get_max_phy_offset()
+    replicas[0][1].callback(S.FLUSH_SLAVE_TIMEOUT)
+    assert [a.status for a in waiting] == [S.FLUSH_SLAVE_TIMEOUT]
 
 
 def test_async_flush_writes_in_the_background_and_checkpoints(stores):

@@ -10,8 +10,7 @@ from rmqproto.store import recovery
 from rmqproto.store.commitlog import check_batch, check_message
 from rmqproto.store.config import STORE_SETTINGS
 from rmqproto.store.consumequeue import search_offset_by_time, valid_prefix_length
-from rmqproto.store.defaultstore import (is_the_batch_full, next_offset_correction,
-                                         to_schedule_topic, wait_store_msg_ok)
+from rmqproto.store.defaultstore import is_the_batch_full, next_offset_correction, to_schedule_topic
 from rmqproto.store.dispatch import SCHEDULE_TOPIC, dispatch_request, parse_delay_levels
 from rmqproto.store.flush import GroupCommitRequests, least_pages_for
 from rmqproto.store.mappedfile import able_to_flush
@@ -169,12 +168,6 @@ def test_batch_checks():
     assert check_batch([tx], limit) is S.MESSAGE_ILLEGAL
     assert check_batch([record(body=bytes(limit // 2)), record(body=bytes(limit // 2))],
                        limit) is S.MESSAGE_ILLEGAL
-
-
-def test_wait_property():
-    assert wait_store_msg_ok(record())
-    assert wait_store_msg_ok(record(WAIT="TRUE"))
-    assert not wait_store_msg_ok(record(WAIT="false"))
 
 
 # ---------------------------------------------------------------- delay levels

@@ -495,7 +495,7 @@ class ConsumeProcessor:
             if topic_config is None:
                 return request.response(R.SYSTEM_ERROR, remark="topic[%s] not exist" % target.topic)
         record = self.send_back_record(original, target)
-        put = self.controller.store.put_message(record)
+        put = self.controller.store.put_message(record, wait_store_msg_ok=False)
         return put.addCallback(self._send_back_done, request)
 
     def send_back_record(self, original, target):

@@ -10,7 +10,9 @@ whose :class:`~rmqproto.store.results.PutMessageStatus` becomes the response cod
 Every answer carries ``MSG_REGION`` and ``TRACE_ON``.
 
 Stored properties are written in the order Java's ``HashMap`` iterates them, without
-``WAIT`` (Java drops it from the stored string to save space).
+``WAIT`` (Java drops it from the stored string to save space); the store is told the
+``WAIT`` value apart (``wait_store_msg_ok``), so a ``WAIT=false`` send is answered as soon
+as it is stored, without the SYNC_FLUSH or SYNC_MASTER wait.
 """
 
 import random
@@ -38,7 +40,8 @@ from rmqproto.codec.message import (
 from rmqproto.remoting.client import parse_address
 from rmqproto.store.results import PutMessageStatus as S
 
-__all__ = ["SendMessageProcessor", "FAQ_SUFFIX", "java_property_order", "put_status_response"]
+__all__ = ["SendMessageProcessor", "FAQ_SUFFIX", "java_property_order", "put_status_response",
+           "wait_store_msg_ok"]
 
 log = Logger()
 
@@ -60,6 +63,13 @@ def java_property_order(properties, drop=()):
     """``properties`` re-ordered as Java's ``HashMap`` iterates them, without the names in
     ``drop`` (removed after insertion, as Java does, so they still count for the capacity)."""
     return {name: properties[name] for name in _order(tuple(properties)) if name not in drop}
+
+
+def wait_store_msg_ok(properties):
+    """``isWaitStoreMsgOK``: the ``WAIT`` property, true unless it is there and is not
+    ``true`` (any case, as ``Boolean.parseBoolean``)."""
+    value = properties.get(PROPERTY_WAIT_STORE_MSG_OK)
+    return value is None or value.lower() == "true"
 
 
 def _human_time(ms):
@@ -160,11 +170,12 @@ class SendMessageProcessor:
             if is_slave(self.config):
                 raise _Refused(*put_status_response(S.SERVICE_NOT_AVAILABLE, self.config))
             if header.batch:
-                records = self.batch_records(header, request.body, topic_config, queue_id, context)
-                put = self.controller.store.put_messages(records)
+                records, wait = self.batch_records(header, request.body, topic_config, queue_id,
+                                                   context)
+                put = self.controller.store.put_messages(records, wait_store_msg_ok=wait)
             else:
-                record = self.message_record(header, request, topic_config, queue_id, context)
-                put = self.controller.store.put_message(record)
+                record, wait = self.message_record(header, request, topic_config, queue_id, context)
+                put = self.controller.store.put_message(record, wait_store_msg_ok=wait)
         except _Refused as refused:
             return self._answer(request, refused.code, refused.remark)
         return put.addCallback(self._put_done, request, queue_id)
@@ -265,7 +276,7 @@ class SendMessageProcessor:
             return "127.0.0.1", 0
 
     def message_record(self, header, request, topic_config, queue_id, context):
-        """The record ``asyncSendMessage`` builds for one message."""
+        """The record ``asyncSendMessage`` builds for one message, and its ``WAIT``."""
         topic_config, queue_id = self._retry_or_dlq(header, request, topic_config, queue_id)
         topic = topic_config.topic_name
         properties = string_to_properties(header.properties)
@@ -282,15 +293,17 @@ class SendMessageProcessor:
             properties[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
             sys_flag = (sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_NOT_TYPE
             topic, queue_id, drop = TRANS_HALF_TOPIC, 0, ()
-        return MessageRecord(
+        record = MessageRecord(
             topic, request.body, java_property_order(properties, drop),
             queue_id=queue_id, flag=header.flag, sys_flag=sys_flag,
             born_timestamp=header.born_timestamp, born_host=self._born_host(context),
             store_host=self.store_host, reconsume_times=header.reconsume_times or 0)
+        return record, wait_store_msg_ok(properties)
 
     def batch_records(self, header, body, topic_config, queue_id, context):
         """The records ``asyncSendBatchMessage`` stores: each batch message with the header's
-        properties and ``CLUSTER`` appended to its own (reference §3.6)."""
+        properties and ``CLUSTER`` appended to its own (reference §3.6); and the batch's
+        ``WAIT`` (the header's, as Java's ``MessageExtBatch``)."""
         batch_properties = string_to_properties(header.properties)
         batch_properties[PROPERTY_CLUSTER] = self.config["brokerClusterName"]
         batch_properties = java_property_order(batch_properties)
@@ -304,4 +317,4 @@ class SendMessageProcessor:
                 header.topic, message.body, properties, queue_id=queue_id, flag=message.flag,
                 sys_flag=sys_flag, born_timestamp=header.born_timestamp, born_host=born_host,
                 store_host=self.store_host, reconsume_times=header.reconsume_times or 0))
-        return records
+        return records, wait_store_msg_ok(batch_properties)
