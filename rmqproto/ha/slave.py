@@ -1,13 +1,180 @@
-"""The slave's HA service (reference §4.2, §4.4)."""
+"""The slave's HA service (reference §4.2, §4.4): the HA client on a TCP connection and
+the metadata sync.
+
+:class:`HAClientConnector` carries out the actions of the pure
+:class:`~rmqproto.ha.client.HAClient` (connect, write, close) and drives its timer;
+:class:`HASlaveService` feeds it the master's addresses from the broker's NameServer
+registration (or ``haMasterAddress``), runs :class:`~rmqproto.broker.slavesync.SlaveSynchronize`
+and adds the client's state to GET_BROKER_RUNTIME_INFO.
+"""
 
 from twisted.application import service
+from twisted.internet import protocol
+from twisted.logger import Logger
 
-__all__ = ["HASlaveService"]
+from rmqproto.broker.slavesync import SlaveSynchronize
+from rmqproto.ha.client import Close, Connect, HAClient, Send
+from rmqproto.remoting.client import connect
+
+__all__ = ["HAClientProtocol", "HAClientConnector", "HASlaveService", "CONNECT_TIMEOUT"]
+
+log = Logger()
+
+#: Seconds a connection attempt to the master's HA port may take.
+CONNECT_TIMEOUT = 3.0
 
 
-class HASlaveService(service.MultiService):
+class HAClientProtocol(protocol.Protocol):
+    """One connection to the master's HA port; events go to its connector."""
+
+    def __init__(self, connector):
+        self.connector = connector
+
+    def connectionMade(self):
+        self.connector.connection_made(self)
+
+    def dataReceived(self, data):
+        self.connector.data_received(self, data)
+
+    def connectionLost(self, reason=protocol.connectionDone):
+        self.connector.connection_lost(self, reason)
+
+
+class _Factory(protocol.Factory):
+    noisy = False
+
+    def __init__(self, connector):
+        self.connector = connector
+
+    def buildProtocol(self, addr):
+        return HAClientProtocol(self.connector)
+
+
+class HAClientConnector:
+    """Runs ``client`` (an :class:`~rmqproto.ha.client.HAClient`) on ``reactor``."""
+
+    def __init__(self, client, reactor):
+        self.client = client
+        self.reactor = reactor
+        self.protocol = None  # the current connection
+        self._attempt = None
+        self._timer = None
+        self._factory = _Factory(self)
+
+    def _now(self):
+        return self.reactor.seconds()
+
+    def _run(self, actions):
+        for action in actions:
+            if isinstance(action, Connect):
+                self._connect(action.address)
+            elif isinstance(action, Send):
+                if self.protocol is not None:
+                    self.protocol.transport.write(action.data)
+            elif isinstance(action, Close):
+                current, self.protocol = self.protocol, None
+                if current is not None:
+                    current.transport.abortConnection()
+        self._arm_timer()
+
+    def _connect(self, address):
+        try:
+            self._attempt = connect(self.reactor, address, self._factory, CONNECT_TIMEOUT)
+        except ValueError as exc:
+            self._run(self.client.connect_failed(str(exc), self._now()))
+            return
+
+        def failed(failure):
+            self._attempt = None
+            self._run(self.client.connect_failed(failure.getErrorMessage(), self._now()))
+
+        self._attempt.addCallbacks(lambda _: setattr(self, "_attempt", None), failed)
+
+    def _arm_timer(self):
+        deadline = self.client.get_timer()
+        if deadline is None:
+            return
+        if self._timer is not None and self._timer.active():
+            if self._timer.getTime() <= deadline:
+                return  # fires early at worst: handle_timer then only re-arms
+            self._timer.cancel()
+        self._timer = self.reactor.callLater(max(deadline - self._now(), 0), self._on_timer)
+
+    def _on_timer(self):
+        self._timer = None
+        self._run(self.client.handle_timer(self._now()))
+
+    # ------------------------------------------------------------ from the protocol
+
+    def connection_made(self, proto):
+        self.protocol = proto
+        self._run(self.client.connection_made(self._now()))
+
+    def data_received(self, proto, data):
+        if proto is self.protocol:
+            self._run(self.client.data_received(data, self._now()))
+
+    def connection_lost(self, proto, reason):
+        if proto is self.protocol:
+            self.protocol = None
+            self._run(self.client.connection_lost(reason.getErrorMessage(), self._now()))
+
+    # ------------------------------------------------------------ life cycle
+
+    def start(self):
+        self._run(self.client.start(self._now()))
+
+    def update_master_address(self, address):
+        self._run(self.client.update_master_address(address, self._now()))
+
+    def shutdown(self):
+        if self._attempt is not None:
+            self._attempt.cancel()
+        self._run(self.client.shutdown())
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+
+
+class HASlaveService(service.Service):
     """HA client and metadata sync of the slave ``controller``."""
 
     def __init__(self, controller):
         super().__init__()
         self.controller = controller
+        self.client = HAClient(controller.store, controller.config)
+        self.connector = HAClientConnector(self.client, controller.reactor)
+        self.slave_sync = SlaveSynchronize(controller)
+
+    def master_changed(self, master_addr, ha_master_address):
+        """A registration answer named the master (``BrokerRegistration.master_listeners``)."""
+        if master_addr != self.slave_sync.master_addr:
+            log.info("slave synchronizes from master {addr}", addr=master_addr)
+        self.slave_sync.master_addr = master_addr
+        if ha_master_address:
+            self.connector.update_master_address(ha_master_address)
+
+    def runtime_info(self):
+        info = self.client.runtime_info()
+        info["masterAddr"] = self.slave_sync.master_addr or ""
+        return info
+
+    def startService(self):
+        super().startService()
+        registration = self.controller.registration
+        registration.master_listeners.append(self.master_changed)
+        self.controller.store.runtime_info_providers.append(self.runtime_info)
+        self.connector.start()
+        self.master_changed(registration.master_addr, registration.ha_master_address)
+        self.slave_sync.start()
+
+    def stopService(self):
+        super().stopService()
+        registration = self.controller.registration
+        if self.master_changed in registration.master_listeners:
+            registration.master_listeners.remove(self.master_changed)
+        providers = self.controller.store.runtime_info_providers
+        if self.runtime_info in providers:
+            providers.remove(self.runtime_info)
+        self.slave_sync.stop()
+        self.connector.shutdown()

@@ -1,0 +1,148 @@
+"""The slave's HA service on a memory reactor (reference §4.2, §4.4): the master's HA
+address comes from the registration (or ``haMasterAddress``), the connection is made,
+reported on, fed, kept alive, closed on silence and made again; metadata sync follows
+the master's remoting address; the runtime info shows the client's state."""
+
+import pytest
+from twisted.internet.error import ConnectionRefusedError
+from twisted.internet.testing import MemoryReactorClock, StringTransport
+from twisted.python.failure import Failure
+
+from rmqproto.broker.config import SETTINGS, apply_startup_rules
+from rmqproto.broker.controller import BrokerController
+from rmqproto.codec.ha import encode_slave_report, encode_transfer
+from rmqproto.ha import ha_service
+from rmqproto.ha.slave import HASlaveService
+from rmqproto.store.defaultstore import DefaultMessageStore
+
+SEGMENT = 64 * 1024
+
+
+def slave_controller(tmp_path, **overrides):
+    reactor = MemoryReactorClock()
+    reactor.advance(1_700_000_000)
+    values, unknown = SETTINGS.resolve(dict(
+        brokerName="broker-a", brokerIP1="127.0.0.1", brokerIP2="127.0.0.1", namesrvAddr="",
+        brokerRole="SLAVE", brokerId=1, storePathRootDir=str(tmp_path / "slave"),
+        mappedFileSizeCommitLog=SEGMENT, mappedFileSizeConsumeQueue=1000), overrides)
+    assert not unknown
+    values = apply_startup_rules(values)
+    store = DefaultMessageStore(values, reactor)
+    store.load()
+    store.start()
+    return BrokerController(values, reactor, store=store)
+
+
+@pytest.fixture
+def slave(tmp_path):
+    controller = slave_controller(tmp_path)
+    service = ha_service(controller)
+    assert isinstance(service, HASlaveService)
+    service.startService()
+    yield controller, service
+    if service.running:
+        service.stopService()
+    controller.store.shutdown()
+
+
+def connect(reactor, host="10.0.0.1", port=10912):
+    """Complete the newest connection attempt to ``host:port``; its transport."""
+    attempt_host, attempt_port, factory = reactor.tcpClients[-1][:3]
+    assert (attempt_host, attempt_port) == (host, port)
+    protocol = factory.buildProtocol(None)
+    transport = StringTransport()
+    protocol.makeConnection(transport)
+    return protocol, transport
+
+
+def test_connects_to_the_registered_ha_address_and_reports_at_once(slave):
+    controller, service = slave
+    assert controller.reactor.tcpClients == []
+    controller.registration.master_listeners[-1]("10.0.0.1:10911", "10.0.0.1:10912")
+    assert service.slave_sync.master_addr == "10.0.0.1:10911"
+    _, transport = connect(controller.reactor)
+    assert transport.value() == encode_slave_report(0)
+    assert service.client.state.name == "TRANSFER"
+
+
+def test_replicates_reports_heartbeats_and_housekeeping(slave):
+    controller, service = slave
+    reactor = controller.reactor
+    service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")
+    protocol, transport = connect(reactor)
+    transport.clear()
+    protocol.dataReceived(encode_transfer(SEGMENT, b"\0" * 100)[:50])
+    protocol.dataReceived(encode_transfer(SEGMENT, b"\0" * 100)[50:])
+    assert controller.store.get_max_phy_offset() == SEGMENT + 100
+    assert transport.value() == encode_slave_report(SEGMENT + 38) + encode_slave_report(SEGMENT + 100)
+    transport.clear()
+    reactor.advance(5.0)
+    assert transport.value() == encode_slave_report(SEGMENT + 100)
+    for _ in range(3):
+        reactor.advance(5.0)
+    assert transport.disconnecting  # 20 s without a byte from the master
+    assert service.client.state.name == "READY"
+    protocol.connectionLost(Failure(ConnectionRefusedError()))
+    attempts = len(reactor.tcpClients)
+    reactor.advance(1.0)
+    assert len(reactor.tcpClients) == attempts + 1
+    _, again = connect(reactor)
+    assert again.value() == encode_slave_report(SEGMENT + 100)
+
+
+def test_mismatch_closes_the_connection(slave):
+    controller, service = slave
+    service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")
+    protocol, transport = connect(controller.reactor)
+    protocol.dataReceived(encode_transfer(0, b"\0" * 10))
+    protocol.dataReceived(encode_transfer(5, b"\0" * 10))
+    assert transport.disconnecting
+    assert controller.store.get_max_phy_offset() == 10
+
+
+def test_failed_connections_are_retried_with_backoff(slave):
+    controller, service = slave
+    reactor = controller.reactor
+    service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")
+    waits = []
+    for _ in range(5):
+        factory = reactor.tcpClients[-1][2]
+        factory.clientConnectionFailed(None, Failure(ConnectionRefusedError()))
+        before, waited = len(reactor.tcpClients), 0.0
+        while len(reactor.tcpClients) == before:
+            reactor.advance(0.5)
+            waited += 0.5
+        waits.append(waited)
+    assert waits == [1.0, 2.0, 4.0, 5.0, 5.0]
+
+
+def test_configured_ha_master_address_wins(tmp_path):
+    controller = slave_controller(tmp_path, haMasterAddress="10.9.9.9:20912")
+    service = HASlaveService(controller)
+    service.startService()
+    try:
+        connect(controller.reactor, "10.9.9.9", 20912)
+        service.master_changed("10.0.0.1:10911", None)  # what registration passes then
+        assert service.client.master_ha_address == "10.9.9.9:20912"
+    finally:
+        service.stopService()
+        controller.store.shutdown()
+
+
+def test_runtime_info_and_stop(slave):
+    controller, service = slave
+    service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")
+    protocol, transport = connect(controller.reactor)
+    info = controller.store.runtime_info()
+    assert info["haClientState"] == "TRANSFER"
+    assert info["haClientMasterAddr"] == "10.0.0.1:10912"
+    assert info["masterAddr"] == "10.0.0.1:10911"
+    assert info["haClientMaxOffset"] == "0"
+    service.stopService()
+    assert transport.disconnecting
+    assert service.client.state.name == "SHUTDOWN"
+    assert "haClientState" not in controller.store.runtime_info()
+    assert service.master_changed not in controller.registration.master_listeners
+    protocol.connectionLost(Failure(ConnectionRefusedError()))
+    controller.reactor.advance(30)
+    assert len(controller.reactor.tcpClients) == 1
