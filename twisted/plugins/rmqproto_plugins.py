@@ -13,3 +13,7 @@ rmq_master = ServiceMaker(
 rmq_local = ServiceMaker(
     "rmqproto local cluster", "rmqproto.services.local",
     "A NameServer, a SYNC_MASTER and its slave in one process", "rmq-local")
+
+rmq_slave = ServiceMaker(
+    "rmqproto slave broker", "rmqproto.services.slave",
+    "An Apache RocketMQ compatible slave broker replicating its master", "rmq-slave")
