@@ -50,6 +50,12 @@ INDEX_ENTRY = cs.Struct(
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+_COUNTS = struct.Struct(">ii")  # hash_slot_count, index_count
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+#: Where each header field sits (the order of :data:`INDEX_HEADER`).
+_BEGIN_TIMESTAMP_POS, _END_TIMESTAMP_POS, _BEGIN_PHY_OFFSET_POS, _END_PHY_OFFSET_POS = 0, 8, 16, 24
+_HASH_SLOT_COUNT_POS = 32
 
 
 class IndexHeader(NamedTuple):
@@ -145,7 +151,10 @@ class IndexFile:
     """A whole index file in a writable buffer (``bytearray``, ``mmap``); reference §3.8.
 
     A fresh file is all zeros; like Java's constructor, ``end_phy_offset`` /
-    ``end_timestamp`` of the previous file seed the begin/end header fields.
+    ``end_timestamp`` of the previous file seed the begin/end header fields. The header
+    fields are kept as attributes; each put writes only the header fields it changes
+    (Java's ``IndexHeader`` setters write into the mapped buffer the same way), so the
+    buffer always holds a complete header.
     """
 
     def __init__(self, buffer, hash_slot_num=DEFAULT_HASH_SLOT_NUM, index_num=DEFAULT_INDEX_NUM,
@@ -156,22 +165,34 @@ class IndexFile:
         self.buffer = buffer
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
-        header = decode_header(buffer)
+        (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+         self.hash_slot_count, index_count) = decode_header(buffer)
         # IndexHeader.load(): a count of 0 (fresh file) means "next entry is number 1".
-        self.header = header._replace(index_count=max(header.index_count, 1))
+        self.index_count = max(index_count, 1)
         if end_phy_offset > 0:
-            self._set_header(begin_phy_offset=end_phy_offset, end_phy_offset=end_phy_offset)
+            self._set_phy_offsets(end_phy_offset, end_phy_offset)
         if end_timestamp > 0:
-            self._set_header(begin_timestamp=end_timestamp, end_timestamp=end_timestamp)
+            self._set_timestamps(end_timestamp, end_timestamp)
 
-    def _set_header(self, **changes):
-        self.header = self.header._replace(**changes)
-        stored = decode_header(self.buffer)._replace(**changes)
-        self.buffer[:INDEX_HEADER_SIZE] = encode_header(stored)
+    @property
+    def header(self):
+        """The header as :class:`IndexHeader` (``index_count`` at least 1, as Java loads it)."""
+        return IndexHeader(self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                           self.end_phy_offset, self.hash_slot_count, self.index_count)
+
+    def _set_phy_offsets(self, begin, end):
+        self.begin_phy_offset, self.end_phy_offset = begin, end
+        _LONG.pack_into(self.buffer, _BEGIN_PHY_OFFSET_POS, begin)
+        _LONG.pack_into(self.buffer, _END_PHY_OFFSET_POS, end)
+
+    def _set_timestamps(self, begin, end):
+        self.begin_timestamp, self.end_timestamp = begin, end
+        _LONG.pack_into(self.buffer, _BEGIN_TIMESTAMP_POS, begin)
+        _LONG.pack_into(self.buffer, _END_TIMESTAMP_POS, end)
 
     @property
     def is_write_full(self):
-        return self.header.index_count >= self.index_num
+        return self.index_count >= self.index_num
 
     def entry(self, index):
         return decode_entry(self.buffer, entry_position(index, self.hash_slot_num))
@@ -180,38 +201,47 @@ class IndexFile:
         return _SLOT.unpack_from(self.buffer, slot_position(key_hash, self.hash_slot_num))[0]
 
     def put_key(self, key, phy_offset, store_timestamp):
-        """``IndexFile.putKey``: add ``key``; False when the file is full."""
-        h = self.header
-        count = h.index_count
+        """``IndexFile.putKey``: add ``key``; False when the file is full. ``CodecError``
+        (nothing written) when ``phy_offset`` or ``store_timestamp`` is not a Java long."""
+        count = self.index_count
         if count >= self.index_num:
             return False
+        if not (_LONG_MIN <= phy_offset <= _LONG_MAX and _LONG_MIN <= store_timestamp <= _LONG_MAX):
+            raise CodecError("index entry out of range: offset %r, timestamp %r"
+                             % (phy_offset, store_timestamp))
+        buffer = self.buffer
         key_hash = index_key_hash(key)
-        slot_pos = slot_position(key_hash, self.hash_slot_num)
-        (slot_value,) = _SLOT.unpack_from(self.buffer, slot_pos)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        (slot_value,) = _SLOT.unpack_from(buffer, slot_pos)
         if slot_value <= 0 or slot_value > count:
             slot_value = 0
-        if h.begin_timestamp <= 0:
+        begin = self.begin_timestamp
+        if begin <= 0:
             time_diff = 0
         else:
-            elapsed = store_timestamp - h.begin_timestamp
+            elapsed = store_timestamp - begin
             time_diff = min(elapsed // 1000, _INT_MAX) if elapsed >= 0 else 0
-        pos = entry_position(count, self.hash_slot_num)
-        self.buffer[pos:pos + INDEX_SIZE] = encode_entry((key_hash, phy_offset, time_diff, slot_value))
-        self.buffer[slot_pos:slot_pos + HASH_SLOT_SIZE] = _SLOT.pack(count)
-        changes = dict(index_count=count + 1, end_phy_offset=phy_offset,
-                       end_timestamp=store_timestamp)
+        _ENTRY.pack_into(buffer, entry_position(count, self.hash_slot_num),
+                         key_hash, phy_offset, time_diff, slot_value)
+        _SLOT.pack_into(buffer, slot_pos, count)
         if count <= 1:
-            changes.update(begin_phy_offset=phy_offset, begin_timestamp=store_timestamp)
+            self._set_phy_offsets(phy_offset, phy_offset)
+            self._set_timestamps(store_timestamp, store_timestamp)
+        else:
+            self.end_phy_offset = phy_offset
+            self.end_timestamp = store_timestamp
+            _LONG.pack_into(buffer, _END_PHY_OFFSET_POS, phy_offset)
+            _LONG.pack_into(buffer, _END_TIMESTAMP_POS, store_timestamp)
         if slot_value == 0:
-            changes["hash_slot_count"] = h.hash_slot_count + 1
-        self._set_header(**changes)
+            self.hash_slot_count += 1
+        self.index_count = count + 1
+        _COUNTS.pack_into(buffer, _HASH_SLOT_COUNT_POS, self.hash_slot_count, count + 1)
         return True
 
     def select_phy_offsets(self, key, max_num=64, begin=0, end=(1 << 63) - 1):
         """``IndexFile.selectPhyOffset``: offsets of entries for ``key`` stored in [begin, end] ms,
         newest first."""
-        h = self.header
-        count = h.index_count
+        count = self.index_count
         key_hash = index_key_hash(key)
         found = []
         current = self.slot(key_hash)
@@ -221,7 +251,7 @@ class IndexFile:
             read_hash, phy_offset, time_diff, prev = self.entry(current)
             if time_diff < 0:
                 break
-            time_read = h.begin_timestamp + time_diff * 1000
+            time_read = self.begin_timestamp + time_diff * 1000
             if read_hash == key_hash and begin <= time_read <= end:
                 found.append(phy_offset)
             if prev <= 0 or prev > count or prev == current or time_read < begin:

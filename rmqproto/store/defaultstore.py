@@ -370,14 +370,22 @@ class DefaultMessageStore:
                          request.tags_code, request.store_timestamp, request.properties)
 
     def _flush_full_index_file(self, full):
-        end_timestamp = full.header.end_timestamp
+        """Fsync a full index file in a thread (its descriptor stays open until then, even if
+        retention deletes it meanwhile); then the checkpoint's index time moves to its end."""
+        end_timestamp = full.index.end_timestamp
 
         def done(_):
-            self.checkpoint.index_msg_timestamp = end_timestamp
-            self.checkpoint.flush()
+            full.end_flush()
+            if not self.is_shutdown:
+                self.checkpoint.index_msg_timestamp = end_timestamp
+                self.checkpoint.flush()
 
-        self.run_blocking(full.fsync).addCallbacks(
-            done, lambda f: log.failure("index flush failed", f))
+        def failed(failure):
+            full.end_flush()
+            log.failure("index flush failed", failure)
+
+        full.begin_flush()
+        self.run_blocking(full.fsync).addCallbacks(done, failed)
 
     # ------------------------------------------------------------ putting
 

@@ -6,14 +6,14 @@ is full); a query walks the files newest first. The file format itself is
 :class:`rmqproto.codec.indexfile.IndexFile`.
 """
 
-import mmap
 import os
 import time
 
 from rmqproto.codec import message as msg
 from rmqproto.codec.indexfile import IndexFile, build_key, index_file_size
+from rmqproto.store.mappedfile import MappedFileBase
 
-__all__ = ["IndexService", "index_file_name", "time_matched"]
+__all__ = ["IndexService", "IndexMappedFile", "index_file_name", "time_matched"]
 
 
 def index_file_name(now_ms):
@@ -27,43 +27,17 @@ def time_matched(header, begin, end):
     return (begin < b and end > e) or b <= begin <= e or b <= end <= e
 
 
-class _MappedIndexFile:
-    """An index file on disk: its mapping and the codec's :class:`IndexFile` over it."""
+class IndexMappedFile(MappedFileBase):
+    """An index file on disk: a :class:`~rmqproto.store.mappedfile.MappedFileBase` of the
+    configured index size and the codec's :class:`IndexFile` over its mapping."""
 
     def __init__(self, path, hash_slot_num, index_num, end_phy_offset=0, end_timestamp=0):
-        self.path = path
-        self.file_name = os.path.basename(path)
-        size = index_file_size(hash_slot_num, index_num)
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(self.fd).st_size < size:
-                os.ftruncate(self.fd, size)
-            self.mm = mmap.mmap(self.fd, size)
-        except BaseException:
-            os.close(self.fd)
-            raise
+        super().__init__(path, index_file_size(hash_slot_num, index_num))
         self.index = IndexFile(self.mm, hash_slot_num, index_num, end_phy_offset, end_timestamp)
-        self.closed = False
 
     @property
     def header(self):
         return self.index.header
-
-    def fsync(self):
-        os.fsync(self.fd)
-
-    def close(self):
-        if not self.closed:
-            self.closed = True
-            self.mm.close()
-            os.close(self.fd)
-
-    def destroy(self):
-        self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
 
 
 class IndexService:
@@ -76,7 +50,7 @@ class IndexService:
         self.clock = clock  # () -> ms, names new files
         self.max_msgs_num_batch = max_msgs_num_batch
         self.files = []
-        #: Files that became full and await a flush: ``[_MappedIndexFile]``.
+        #: Files that became full and await a flush: ``[IndexMappedFile]``.
         self.full_files = []
 
     def load(self, last_exit_ok, index_msg_timestamp):
@@ -89,7 +63,7 @@ class IndexService:
             path = os.path.join(self.directory, name)
             if not name.isdigit() or not os.path.isfile(path):
                 continue
-            f = _MappedIndexFile(path, self.hash_slot_num, self.index_num)
+            f = IndexMappedFile(path, self.hash_slot_num, self.index_num)
             if not last_exit_ok and f.header.end_timestamp > index_msg_timestamp:
                 f.destroy()
                 continue
@@ -102,14 +76,14 @@ class IndexService:
             last = self.files[-1]
             if not last.index.is_write_full:
                 return last
-            end_phy_offset = last.header.end_phy_offset
-            end_timestamp = last.header.end_timestamp
+            end_phy_offset = last.index.end_phy_offset
+            end_timestamp = last.index.end_timestamp
             self.full_files.append(last)
         os.makedirs(self.directory, exist_ok=True)
         name = index_file_name(self.clock())
         while any(f.file_name == name for f in self.files):
             name = str(int(name) + 1)
-        f = _MappedIndexFile(os.path.join(self.directory, name), self.hash_slot_num,
+        f = IndexMappedFile(os.path.join(self.directory, name), self.hash_slot_num,
                              self.index_num, end_phy_offset, end_timestamp)
         self.files.append(f)
         return f
@@ -120,7 +94,7 @@ class IndexService:
         if not request.uniq_key and not request.keys:
             return
         f = self._last_file()
-        if request.commit_log_offset < f.header.end_phy_offset:
+        if request.commit_log_offset < f.index.end_phy_offset:
             return
         if msg.transaction_type(request.sys_flag) == msg.TRANSACTION_ROLLBACK_TYPE:
             return

@@ -2,6 +2,7 @@
 
 Java's ``MappedFile`` / ``MappedFileQueue``: a segment is named after the absolute
 offset of its first byte (20 digits) and has a fixed size; only the last one is written.
+:class:`MappedFileBase` (open, map, fsync, close, delete) also serves the index files.
 Writes are ``memcpy`` into the mapping on the reactor thread; :meth:`MappedFile.fsync`
 (``os.fsync`` on the descriptor, which also writes back pages dirtied through the
 mapping) is the only blocking call and is meant to run in a thread.
@@ -17,8 +18,8 @@ import os
 from rmqproto.codec.storefile import FILE_NAME_DIGITS, file_name_to_offset, offset_to_file_name
 from rmqproto.errors import CodecError, RmqError
 
-__all__ = ["OS_PAGE_SIZE", "StoreError", "MappedFile", "MappedFileQueue", "run_flush_plan",
-           "able_to_flush"]
+__all__ = ["OS_PAGE_SIZE", "StoreError", "MappedFileBase", "MappedFile", "MappedFileQueue",
+           "run_flush_plan", "able_to_flush"]
 
 #: ``MappedFile.OS_PAGE_SIZE``: the unit of the "least pages" flush thresholds.
 OS_PAGE_SIZE = 4096
@@ -39,16 +40,16 @@ def able_to_flush(wrote, flushed, full, least_pages):
     return wrote > flushed
 
 
-class MappedFile:
-    """One segment: the mapping, its write position and its flushed position."""
+class MappedFileBase:
+    """A file of a fixed size mapped whole with mmap (``mm``): created zero-filled when it
+    is new or empty (``created``), refused with :class:`StoreError` when it has another
+    size. :meth:`fsync` may run in a thread between :meth:`begin_flush` and
+    :meth:`end_flush`; a close meanwhile unmaps at once and closes the descriptor when the
+    last such fsync ends."""
 
     def __init__(self, path, file_size):
         self.path = path
         self.file_name = os.path.basename(path)
-        try:
-            self.file_from_offset = file_name_to_offset(self.file_name)
-        except CodecError as exc:
-            raise StoreError(str(exc)) from None
         self.file_size = file_size
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -63,15 +64,71 @@ class MappedFile:
         except BaseException:
             os.close(self.fd)
             raise
+        self._flushes_in_flight = 0
+        self._close_pending = False
+        self.closed = False
+
+    # -- flushing (fsync may run in another thread; the counters stay on the reactor thread)
+
+    def begin_flush(self):
+        self._flushes_in_flight += 1
+
+    def end_flush(self):
+        self._flushes_in_flight -= 1
+        if self._close_pending and not self._flushes_in_flight:
+            self._close_fd()
+
+    def fsync(self):
+        """Blocking: write the file's dirty pages to disk."""
+        os.fsync(self.fd)
+
+    @property
+    def last_modified_ms(self):
+        try:
+            return int(os.stat(self.path).st_mtime * 1000)
+        except OSError:
+            return 0
+
+    # -- lifecycle
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        self.mm.close()
+        if self._flushes_in_flight:
+            self._close_pending = True
+        else:
+            self._close_fd()
+
+    def _close_fd(self):
+        self._close_pending = False
+        os.close(self.fd)
+
+    def destroy(self):
+        """Close and delete the file."""
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class MappedFile(MappedFileBase):
+    """One segment: the mapping, its write position and its flushed position."""
+
+    def __init__(self, path, file_size):
+        try:
+            self.file_from_offset = file_name_to_offset(os.path.basename(path))
+        except CodecError as exc:
+            raise StoreError(str(exc)) from None
+        super().__init__(path, file_size)
         self.wrote_position = 0
         self.flushed_position = 0
         #: Store timestamp of the last message appended (the checkpoint's flush time).
         self.store_timestamp = 0
         #: Set on the first file a consume queue creates (``isFirstCreateInQueue``).
         self.first_create_in_queue = False
-        self._flushes_in_flight = 0
-        self._close_pending = False
-        self.closed = False
 
     def __repr__(self):
         return "MappedFile(%s, wrote=%d, flushed=%d)" % (
@@ -124,51 +181,6 @@ class MappedFile:
     def set_positions(self, pos):
         """Recovery: the file holds valid data up to ``pos``, all of it on disk."""
         self.wrote_position = self.flushed_position = pos
-
-    # -- flushing (fsync may run in another thread; the counters stay on the reactor thread)
-
-    def begin_flush(self):
-        self._flushes_in_flight += 1
-
-    def end_flush(self):
-        self._flushes_in_flight -= 1
-        if self._close_pending and not self._flushes_in_flight:
-            self._close_fd()
-
-    def fsync(self):
-        """Blocking: write the file's dirty pages to disk."""
-        os.fsync(self.fd)
-
-    @property
-    def last_modified_ms(self):
-        try:
-            return int(os.stat(self.path).st_mtime * 1000)
-        except OSError:
-            return 0
-
-    # -- lifecycle
-
-    def close(self):
-        if self.closed:
-            return
-        self.closed = True
-        self.mm.close()
-        if self._flushes_in_flight:
-            self._close_pending = True
-        else:
-            self._close_fd()
-
-    def _close_fd(self):
-        self._close_pending = False
-        os.close(self.fd)
-
-    def destroy(self):
-        """Close and delete the file."""
-        self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
 
 
 class MappedFileQueue:

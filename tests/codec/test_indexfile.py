@@ -66,6 +66,33 @@ def test_full_file_and_chains():
     assert seeded.header.begin_phy_offset == 50 and seeded.header.begin_timestamp == 1700000000000
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=6), st.integers(0, 1 << 40),
+                          st.integers(0, 1 << 42)), max_size=12),
+       st.integers(0, 1 << 40), st.integers(0, 1 << 42))
+def test_the_buffer_holds_the_whole_header_after_every_put(puts, seed_offset, seed_time):
+    """Each put writes only the header fields it changes; what the buffer holds is always the
+    complete header (a count of 0 in a fresh file reads as 1, as Java loads it)."""
+    index = ix.IndexFile(bytearray(ix.index_file_size(4, 8)), 4, 8, seed_offset, seed_time)
+    assert ix.decode_header(index.buffer)._replace(index_count=1) == index.header
+    for key, offset, timestamp in puts:
+        index.put_key(key, offset, timestamp)
+        assert ix.decode_header(index.buffer) == index.header
+        reread = ix.IndexFile(index.buffer, 4, 8)
+        assert reread.header == index.header
+
+
+def test_put_key_refuses_values_beyond_a_java_long_and_writes_nothing():
+    index = ix.IndexFile(bytearray(ix.index_file_size(4, 8)), 4, 8)
+    index.put_key("T#a", 5, 1700000000000)
+    before = bytes(index.buffer)
+    with pytest.raises(CodecError):
+        index.put_key("T#b", 1 << 63, 1700000000000)
+    with pytest.raises(CodecError):
+        index.put_key("T#b", 6, -(1 << 63) - 1)
+    assert bytes(index.buffer) == before and index.index_count == 2
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.builds(ix.IndexHeader, _i64, _i64, _i64, _i64, _i32, _i32),
        st.builds(ix.IndexEntry, _i32, _i64, _i32, _i32))

@@ -461,6 +461,30 @@ def test_a_second_process_cannot_open_a_running_store(stores):
     other.shutdown()
 
 
+def test_an_index_file_of_another_size_is_refused(stores):
+    from rmqproto.store.mappedfile import StoreError
+
+    store = stores.open()
+    fill(store, 5)
+    store.shutdown()
+    with pytest.raises(StoreError, match="configured size"):
+        stores.open(maxIndexNum=100)
+
+
+def test_a_full_index_file_deleted_during_its_fsync_keeps_its_descriptor(stores):
+    store = stores.open(start=False)
+    runner = store.run_blocking = ManualRunner()
+    store.start()
+    fill(store, 80)  # 3 keys a message: the first 200-entry file is full
+    full = store.index_service.files[0]
+    assert runner.jobs and full._flushes_in_flight == 1
+    store.index_service.delete_expired_files(2 ** 62)  # retention deletes it meanwhile
+    assert full.closed and not os.path.exists(full.path)
+    runner.run_next()  # the fsync still has its descriptor
+    assert full._flushes_in_flight == 0
+    assert store.checkpoint.index_msg_timestamp == full.index.end_timestamp
+
+
 def test_written_files_parse_with_the_codecs(stores):
     store = stores.open()
     fill(store, 100)
