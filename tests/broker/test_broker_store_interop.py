@@ -5,7 +5,8 @@ is served by a real Java 4.9.7 broker process, and one written by the Java broke
 The writer is filled by ``SendMix.java`` (four topics, tags, keys, user properties, a
 compressed body, a batch, a delayed message); a lite pull consumer commits the whole of one
 topic for ``GroupSeen`` and UPDATE_CONSUMER_OFFSET sets half of another for ``GroupHalf``.
-After a graceful stop the reader opens the same directory with the same brokerName, port and
+After a graceful stop the directory passes ``support.storecheck`` (consume queues = commit
+log, whichever broker wrote it) and the reader opens the same directory with the same brokerName, port and
 file sizes (the offset msgIds name that address). The writer's delay level 3 is 1 h, so the
 delayed message is still in ``SCHEDULE_TOPIC_XXXX`` when it stops; the reader's level 3 is
 10 s and its schedule service brings the due time forward to now, as Java's
@@ -23,6 +24,7 @@ from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from support.daemons import start_nameserver
 from support.interop import java_available
 from support.javapeers import JavaPeers, broker_port
+from support.storecheck import check_store
 from support.syncclient import call, wait_until
 from brokerkit import start_broker
 
@@ -54,14 +56,16 @@ class Site:
         self.peers = JavaPeers(workdir)
         self.port = broker_port()
         self.broker_addr = "127.0.0.1:%d" % self.port
-        self.broker = None
+        self.broker = self.levels = None
 
     def start_ours(self, levels):
+        self.levels = levels
         self.broker, _ = start_broker(self.workdir, self.namesrv_addr, listenPort=self.port,
                                       storePathRootDir=self.root, messageDelayLevel=levels, **STORE)
         self.wait_routed("TBW102")
 
     def start_java(self, levels):
+        self.levels = levels
         self.broker = self.peers.broker("java", listenPort=self.port, namesrvAddr=self.namesrv_addr,
                                         storePathRootDir=self.root,
                                         storePathCommitLog=self.root / "commitlog",
@@ -69,10 +73,15 @@ class Site:
         self.wait_routed("TBW102")
 
     def stop_broker(self):
-        """SIGTERM: a graceful stop, after which the store has no ``abort`` file."""
+        """SIGTERM: a graceful stop, after which the store has no ``abort`` file and its
+        consume queues match its commit log."""
         self.broker.stop()
         assert not (self.root / "abort").exists(), self.broker.output()[-3000:]
         wait_until(lambda: self.route("TBW102") is None, timeout=30)
+        check = check_store(self.root, STORE["mappedFileSizeCommitLog"],
+                            STORE["mappedFileSizeConsumeQueue"], self.levels)
+        assert check.problems == []
+        assert len(check.queue_records("SCHEDULE_TOPIC_XXXX", DELAY_LEVEL - 1)) == 1
 
     def route(self, topic):
         answer = call(self.namesrv_addr, RC.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
