@@ -42,19 +42,22 @@ SYNC_PERIOD = 10.0
 SYNC_TIMEOUT = 3.0
 
 
-def _copy_version(version):
-    return DataVersion(timestamp=version.timestamp, counter=version.counter)
+def _replace_when_versions_differ(manager, table, master_table, master_version):
+    """Java's rule for versioned tables: all of the master's when its version differs."""
+    if manager.data_version == master_version:
+        return False
+    manager.data_version = DataVersion(timestamp=master_version.timestamp,
+                                       counter=master_version.counter)
+    table.clear()
+    table.update(master_table)
+    manager.persist()
+    return True
 
 
 def apply_topic_config(manager, wrapper):
     """Replace the topic table with the master's when its version differs; whether it did."""
-    if manager.data_version == wrapper.data_version:
-        return False
-    manager.data_version = _copy_version(wrapper.data_version)
-    manager.topic_config_table.clear()
-    manager.topic_config_table.update(wrapper.topic_config_table)
-    manager.persist()
-    return True
+    return _replace_when_versions_differ(manager, manager.topic_config_table,
+                                         wrapper.topic_config_table, wrapper.data_version)
 
 
 def apply_consumer_offsets(manager, wrapper):
@@ -71,13 +74,8 @@ def apply_delay_offsets(store_root, body):
 
 def apply_subscription_groups(manager, wrapper):
     """Replace the group table with the master's when its version differs; whether it did."""
-    if manager.data_version == wrapper.data_version:
-        return False
-    manager.data_version = _copy_version(wrapper.data_version)
-    manager.subscription_group_table.clear()
-    manager.subscription_group_table.update(wrapper.subscription_group_table)
-    manager.persist()
-    return True
+    return _replace_when_versions_differ(manager, manager.subscription_group_table,
+                                         wrapper.subscription_group_table, wrapper.data_version)
 
 
 class SlaveSynchronize:
