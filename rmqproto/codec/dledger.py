@@ -4,7 +4,9 @@
   :func:`encode_entry`, :func:`decode_entry`), a segment ending in a blank
   ``[int32 -1][int32 remaining]`` padded with zeros (:func:`encode_blank`);
 * index files: one 32-byte unit per entry at ``index * 32`` (:data:`INDEX_UNIT`);
-* segment files named by their 20-digit start offset (:func:`file_name`);
+* segment files named by their 20-digit start offset, as the commit log's
+  (``DLedgerUtils.offset2FileName`` is ``UtilAll.offset2FileName``:
+  :func:`rmqproto.codec.storefile.offset_to_file_name`);
 * ``checkpoint`` and ``currterm``: ``key=value`` lines written by DLedger's
   ``IOUtils.properties2String`` and read back with ``java.util.Properties.load``
   (:func:`encode_checkpoint`, :func:`decode_checkpoint`, :func:`encode_currterm`,
@@ -28,7 +30,7 @@ __all__ = [
     "BODY_OFFSET", "INDEX_UNIT_SIZE", "DATA_FILE_SIZE", "INDEX_FILE_SIZE",
     "ENTRY_HEADER", "ENTRY", "INDEX_UNIT", "BLANK", "DLedgerEntry",
     "encode_entry", "decode_entry", "build_entry_declared", "parse_entry_declared", "encode_index", "decode_index", "encode_blank",
-    "decode_blank", "is_blank", "file_name", "file_offset", "store_paths",
+    "decode_blank", "is_blank", "store_paths",
     "encode_properties", "decode_properties",
     "CHECKPOINT_KEYS", "CHECKPOINT_KEYS_JAVA8", "CURRTERM_KEYS",
     "encode_checkpoint", "decode_checkpoint", "encode_currterm", "decode_currterm",
@@ -177,20 +179,6 @@ def decode_blank(data, offset=0):
 
 
 # ---------------------------------------------------------------- files
-
-def file_name(offset):
-    """``DLedgerUtils.offset2FileName``: the start offset in at least 20 digits."""
-    if offset < 0:
-        raise CodecError("negative file offset %d" % offset)
-    return "%020d" % offset
-
-
-def file_offset(name):
-    """The start offset a segment file name stands for."""
-    if not re.fullmatch(r"[0-9]{20,}", name):
-        raise CodecError("not a DLedger segment name: %r" % (name,))
-    return int(name)
-
 
 def store_paths(store_base_dir, self_id, data_store_path=None):
     """``DLedgerConfig`` paths: ``{"default", "data", "index", "checkpoint", "currterm"}``."""

@@ -1,7 +1,8 @@
 """Names and positions of the store's fixed-size mapped files (reference §3.1).
 
-CommitLog and ConsumeQueue segments are named after the absolute offset of their
-first byte, zero-padded to 20 decimal digits (``UtilAll.offset2FileName``).
+CommitLog and ConsumeQueue segments, and DLedger's data and index segments (reference
+§5.6), are named after the absolute offset of their first byte, zero-padded to 20
+decimal digits (``UtilAll.offset2FileName``, ``DLedgerUtils.offset2FileName``).
 """
 
 from rmqproto.errors import CodecError

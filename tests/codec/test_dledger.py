@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from rmqproto.codec import dledger
 from rmqproto.codec.dledger import DLedgerEntry
+from rmqproto.codec.storefile import file_name_to_offset, offset_to_file_name
 from rmqproto.errors import BadMagicError, CodecError
 from support.interop import load_vectors
 from support.replication import fuzz_inputs, only_codec_errors, strip_none
@@ -48,7 +49,7 @@ def decode_fields(kind, data):
         return {"magic": -1, "length": length}
     if kind == "dledger_file_name":
         try:
-            return {"offset": dledger.file_offset(bytes(data).decode("ascii"))}
+            return {"offset": file_name_to_offset(bytes(data).decode("ascii"))}
         except UnicodeDecodeError as exc:
             raise CodecError(str(exc)) from None
     if kind == "dledger_checkpoint":
@@ -67,7 +68,7 @@ def encode_fields(kind, f):
     if kind == "dledger_blank":
         return dledger.encode_blank(f["length"])
     if kind == "dledger_file_name":
-        return dledger.file_name(f["offset"]).encode()
+        return offset_to_file_name(f["offset"]).encode()
     if kind == "dledger_checkpoint":
         return dledger.encode_checkpoint(f["endIndex"], f["committedIndex"])
     return dledger.encode_currterm(f["currTerm"], f.get("voteLeader"))
@@ -200,7 +201,7 @@ def test_blank_round_trip(length):
        st.one_of(st.none(), st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7e,
                                                   blacklist_characters="\\"), min_size=1)))
 def test_files_round_trip(offset, end, committed, leader):
-    assert dledger.file_offset(dledger.file_name(offset)) == offset
+    assert file_name_to_offset(offset_to_file_name(offset)) == offset
     assert dledger.decode_checkpoint(dledger.encode_checkpoint(end, committed)) == (end, committed)
     term = end & (2 ** 63 - 1)
     assert dledger.decode_currterm(dledger.encode_currterm(term, leader)) == (term, leader)
