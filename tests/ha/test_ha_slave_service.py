@@ -146,3 +146,29 @@ def test_runtime_info_and_stop(slave):
     protocol.connectionLost(Failure(ConnectionRefusedError()))
     controller.reactor.advance(30)
     assert len(controller.reactor.tcpClients) == 1
+
+
+def test_rmq_slave_options_have_the_slaves_defaults(tmp_path):
+    from rmqproto.services import slave as tap
+    options = tap.Options()
+    options.parseOptions([])
+    assert options.values["brokerRole"] == "SLAVE" and options.values["brokerId"] == 1
+    assert options.values["listenPort"] == 10911  # otherwise Java's defaults
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerId=2\nbrokerName=broker-b\nhaMasterAddress=10.0.0.1:10912\n")
+    options = tap.Options()
+    options.parseOptions(["-c", str(conf)])
+    assert (options.values["brokerId"], options.values["brokerName"]) == (2, "broker-b")
+    assert options.values["haMasterAddress"] == "10.0.0.1:10912"
+    options = tap.Options()
+    options.parseOptions(["--brokerId", "0"])
+    with pytest.raises(SystemExit, match="Slave's brokerId must be > 0"):
+        tap.makeService(options)
+
+
+def test_twistd_lists_rmq_slave():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
+                          "--help"], capture_output=True, text=True, timeout=120).stdout
+    assert "rmq-slave" in out
