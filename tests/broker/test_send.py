@@ -1,5 +1,7 @@
 """The send path against an in-memory store: every check and response code of reference §2.3."""
 
+import re
+
 import pytest
 from twisted.internet.defer import Deferred
 
@@ -315,3 +317,23 @@ def test_sync_master_answers_a_wait_false_send_without_the_slave(tmp_path, store
     assert [a.code for a in dispatch(broker, send_header(properties={"WAIT": "false"}))] == [
         R.SUCCESS]
     assert dispatch(broker, send_header()) == []
+
+
+def test_a_full_disk_remark_shows_the_retention_measure_in_java_format(tmp_path):
+    from rmqproto.store.config import store_paths
+    from rmqproto.store.retention import disk_partition_used_ratio
+
+    broker = make_controller(tmp_path)
+    paths = store_paths(broker.config)
+    for name in ("commitlog", "consumequeue"):
+        (tmp_path / "store" / name).mkdir(parents=True, exist_ok=True)
+    broker.store.put_status = PutMessageStatus.SERVICE_NOT_AVAILABLE
+    answer = send(broker)
+    used = disk_partition_used_ratio(paths["commitlog"])  # the same disk for CL and CQ here
+    assert 0 <= used <= 1
+    # diskUtil(): String.format("CL: %5.2f CQ: %5.2f INDEX: %5.2f") of the used fractions;
+    # a missing directory measures -1
+    found = re.search(r"the broker's disk is full \[CL: ( \d\.\d\d) CQ: ( \d\.\d\d) "
+                      r"INDEX: -1\.00\]", answer.remark)
+    assert found, answer.remark
+    assert all(abs(float(value) - used) <= 0.01 for value in found.groups())  # a shared disk

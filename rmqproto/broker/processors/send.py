@@ -16,7 +16,6 @@ as it is stored, without the SYNC_FLUSH or SYNC_MASTER wait.
 """
 
 import random
-import shutil
 import time
 from functools import lru_cache
 
@@ -38,7 +37,9 @@ from rmqproto.codec.message import (
     TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch, string_to_properties,
 )
 from rmqproto.remoting.client import parse_address
+from rmqproto.store.config import store_paths
 from rmqproto.store.results import PutMessageStatus as S
+from rmqproto.store.retention import disk_partition_used_ratio
 
 __all__ = ["SendMessageProcessor", "FAQ_SUFFIX", "java_property_order", "put_status_response",
            "wait_store_msg_ok"]
@@ -78,20 +79,11 @@ def _human_time(ms):
 
 
 def _disk_util(config):
-    """The ``CL: … CQ: … INDEX: …`` used-space percentages of Java's remark."""
-    from rmqproto.store.config import store_paths
-
+    """``diskUtil``: the used fractions of the commit-log, consume-queue and index disks as
+    the retention measures them (``getDiskPartitionSpaceUsedPercent``), Java's format."""
     paths = store_paths(config)
-
-    def used(path):
-        try:
-            usage = shutil.disk_usage(path)
-        except OSError:
-            return -1.0
-        return 100.0 * (usage.total - usage.free) / usage.total if usage.total else -1.0
-
-    return "CL: %5.2f CQ: %5.2f INDEX: %5.2f" % (
-        used(paths["commitlog"]), used(paths["consumequeue"]), used(paths["index"]))
+    return "CL: %5.2f CQ: %5.2f INDEX: %5.2f" % tuple(
+        disk_partition_used_ratio(paths[name]) for name in ("commitlog", "consumequeue", "index"))
 
 
 def put_status_response(status, config):
