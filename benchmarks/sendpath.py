@@ -1,0 +1,189 @@
+"""Our broker's send path in one process, without sockets: the CPU one SEND_MESSAGE_V2 (or
+SEND_BATCH_MESSAGE) costs from its decoded frame to its encoded answer, and where it goes.
+
+A real :class:`BrokerController` with a real :class:`DefaultMessageStore` (ASYNC_FLUSH, the
+index on, files under a temporary directory) on a fake clock answers the same requests
+``loadclient.py`` sends: each frame is decoded (``decode_frame``) and dispatched, exactly
+what ``RemotingProtocol.dataReceived`` does for it. What this leaves out, compared with
+``broker_bench.py``'s figures, is the reactor, the sockets and the fsyncs (which the broker
+runs in a thread of its own).
+
+    python benchmarks/sendpath.py [--messages 20000] [--body-size 128] [--batch 1]
+    python benchmarks/sendpath.py --profile          # cProfile: the stages and the top functions
+"""
+
+import argparse
+import cProfile
+import pstats
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from twisted.internet import defer
+from twisted.internet.task import Clock
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import OtherLoad, exit_on_sigterm, log  # noqa: E402
+from loadclient import SendRequests  # noqa: E402
+from rmqproto.broker.config import SETTINGS, apply_startup_rules  # noqa: E402
+from rmqproto.broker.controller import BrokerController  # noqa: E402
+from rmqproto.codec import headers as h  # noqa: E402
+from rmqproto.codec.codes import RequestCode, ResponseCode  # noqa: E402
+from rmqproto.codec.frame import decode_frame, encode_frame  # noqa: E402
+from rmqproto.remoting import RequestContext  # noqa: E402
+from rmqproto.store.defaultstore import DefaultMessageStore  # noqa: E402
+
+TOPIC = "BenchSend"
+QUEUES = 8
+
+#: Stages of one send as the profile names them: (label, file suffix, function).
+STAGES = [
+    ("frame decode (decode_frame)", "codec/frame.py", "decode_frame"),
+    ("request header (from_ext_fields, to_v1)", "processors/send.py", "parse_request_header"),
+    ("checks (pre_send)", "processors/send.py", "pre_send"),
+    ("record building (message_record)", "processors/send.py", "message_record"),
+    ("store put_message, all", "store/defaultstore.py", "put_message"),
+    ("  commit-log append (encode_record, copy)", "store/commitlog.py", "append"),
+    ("  consume-queue unit", "store/consumequeue.py", "put_position"),
+    ("  index (build_index)", "store/indexservice.py", "build_index"),
+    ("  flush wake-up", "store/flush.py", "wakeup"),
+    ("answer (_put_done: header, encode)", "processors/send.py", "_put_done"),
+    ("response frame encode (encode_frame)", "codec/frame.py", "encode_frame"),
+]
+
+
+def make_broker(root):
+    """A started controller with a real store under ``root``, on a fake clock."""
+    clock = Clock()
+    clock.advance(time.time())
+    values, unknown = SETTINGS.resolve(dict(
+        brokerName="broker-bench", brokerIP1="127.0.0.1", brokerIP2="127.0.0.1",
+        namesrvAddr="", storePathRootDir=str(root), flushDiskType="ASYNC_FLUSH",
+        mappedFileSizeCommitLog=1024 * 1024 * 1024))
+    assert not unknown
+    values = apply_startup_rules(values)
+    # the broker runs fsyncs in a thread; here they are left out (the job never finishes)
+    controller = BrokerController(values, clock, store=DefaultMessageStore(
+        values, clock, run_blocking=lambda f, *a: defer.Deferred()))
+    controller.start()
+    header = h.CreateTopicRequestHeader(topic=TOPIC, default_topic="TBW102",
+                                        read_queue_nums=QUEUES, write_queue_nums=QUEUES,
+                                        perm=6, topic_filter_type="SINGLE_TAG")
+    answer = _dispatch(controller, _frame(RequestCode.UPDATE_AND_CREATE_TOPIC,
+                                          header.to_ext_fields()))
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    return controller
+
+
+def _frame(code, ext_fields):
+    from rmqproto.codec.frame import RemotingCommand
+    return encode_frame(RemotingCommand(code, ext_fields=ext_fields))[4:]
+
+
+def _dispatch(controller, frame, context=RequestContext(None, "127.0.0.1:50000")):
+    answer = controller.dispatcher.dispatch(decode_frame(frame), context)
+    results = []
+    if isinstance(answer, defer.Deferred):
+        answer.addCallback(results.append)
+        answer = results[0]
+    return decode_frame(answer[4:])
+
+
+def request_frames(count, body_size, batch):
+    """``count`` request frames (without their length prefix), as the load client sends them."""
+    requests = SendRequests(TOPIC, QUEUES, body_size, batch)
+    frames = []
+    for opaque in range(count):
+        request = requests.next_request()
+        request.opaque = opaque
+        frames.append(encode_frame(request)[4:])
+    return frames
+
+
+def run(frames, controller):
+    """Decode and dispatch every frame as ``RemotingProtocol`` does; ``(CPU seconds, answers)``."""
+    dispatch = controller.dispatcher.dispatch
+    context = RequestContext(None, "127.0.0.1:50000")
+    answers = []
+    keep = answers.append
+    started = time.process_time()
+    for frame in frames:
+        answer = dispatch(decode_frame(frame), context)
+        if isinstance(answer, defer.Deferred):
+            answer.addCallback(keep)
+        else:
+            keep(answer)
+    return time.process_time() - started, answers
+
+
+def check(frames, answers):
+    failed = [a for a in answers if decode_frame(a[4:]).code != ResponseCode.SUCCESS]
+    if failed or len(answers) != len(frames):
+        raise RuntimeError("%d of %d sends failed or went unanswered"
+                           % (len(failed) + len(frames) - len(answers), len(frames)))
+
+
+def stage_table(stats, per_send_us):
+    """Each of ``STAGES`` as a share of the dispatch time in ``stats`` (a ``pstats.Stats``) and
+    as µs of the unprofiled ``per_send_us``."""
+    def cumulative(suffix, function):
+        return sum(ct for (path, _, name), (_, _, _, ct, _) in stats.stats.items()
+                   if name == function and path.endswith(suffix))
+
+    total = cumulative("remoting/dispatch.py", "dispatch") + cumulative("codec/frame.py",
+                                                                        "decode_frame")
+    rows = []
+    for label, suffix, function in STAGES:
+        share = cumulative(suffix, function) / total if total else 0.0
+        rows.append("%-44s %5.1f %%  %6.1f µs" % (label, 100 * share, share * per_send_us))
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=20_000, help="sends to time")
+    parser.add_argument("--body-size", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=1, help="messages a send (> 1: batch)")
+    parser.add_argument("--profile", action="store_true",
+                        help="then run as many sends again under cProfile (CPU-time clock)")
+    args = parser.parse_args(argv)
+    exit_on_sigterm()
+    root = Path(tempfile.mkdtemp(prefix="sendpath-"))
+    try:
+        controller = make_broker(root / "store")
+        warmup = request_frames(2000, args.body_size, args.batch)
+        check(warmup, run(warmup, controller)[1])
+        frames = request_frames(args.messages, args.body_size, args.batch)
+        with OtherLoad() as other:
+            seconds, answers = run(frames, controller)
+        check(frames, answers)
+        sends = len(frames)
+        per_send_us = seconds / sends * 1e6
+        print("%d sends of %d × %d B: %.1f µs of CPU a send (%.1f µs a message), %s sends/s "
+              "on one core; other load %.2f cores" % (
+                  sends, args.batch, args.body_size, per_send_us, per_send_us / args.batch,
+                  "{:,.0f}".format(sends / seconds), other.cores))
+        if args.profile:
+            # the CPU-time clock keeps other processes' use of the CPU out of the profile
+            profiler = cProfile.Profile(time.process_time)
+            frames = request_frames(args.messages, args.body_size, args.batch)
+            profiler.enable()
+            answers = run(frames, controller)[1]
+            profiler.disable()
+            check(frames, answers)
+            stats = pstats.Stats(profiler)
+            print("\nwhere a send's time goes (cumulative share of the profiled time):")
+            print(stage_table(stats, per_send_us))
+            print()
+            stats.sort_stats("tottime").print_stats(25)
+        controller.store.shutdown()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        log("done")
+
+
+if __name__ == "__main__":
+    main()
