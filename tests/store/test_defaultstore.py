@@ -56,6 +56,14 @@ def check_consistent(store):
             assert (cq.topic, cq.queue_id) in expected
 
 
+def check_serves(store, results):
+    """Both queues ``fill`` wrote read back in put order, consistent with the commit log."""
+    for q in (0, 1):
+        assert [r.commit_log_offset for r in read_queue(store, "TopicA", q)] == [
+            r.append_result.wrote_offset for r in results[q::2]]
+    check_consistent(store)
+
+
 def test_implements_the_interface(stores):
     assert verifyObject(IMessageStore, stores.open())
 
@@ -322,10 +330,7 @@ def test_crash_recovery_truncates_a_torn_tail_and_drops_dangling_units(stores):
     pos = end - again.commit_log.queue.last_file.file_from_offset
     assert not any(again.commit_log.queue.last_file.mm[pos:pos + 200])
     assert again.get_max_offset_in_queue("TopicA", 0) == 125
-    for q in (0, 1):
-        assert [r.commit_log_offset for r in read_queue(again, "TopicA", q)] == [
-            r.append_result.wrote_offset for r in results[q::2]]
-    check_consistent(again)
+    check_serves(again, results)
 
 
 def test_missing_consume_queues_are_rebuilt(stores):
@@ -335,10 +340,7 @@ def test_missing_consume_queues_are_rebuilt(stores):
     store.shutdown()
     shutil.rmtree(store.paths["consumequeue"])
     again = stores.open()
-    for q in (0, 1):
-        assert [r.commit_log_offset for r in read_queue(again, "TopicA", q)] == [
-            r.append_result.wrote_offset for r in results[q::2]]
-    check_consistent(again)
+    check_serves(again, results)
 
 
 def test_consume_queue_behind_after_a_crash_is_completed(stores):
