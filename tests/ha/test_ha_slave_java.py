@@ -146,6 +146,16 @@ def test_replicates_a_java_async_master_and_serves_consumers_when_it_is_gone(asy
     assert info["masterAddr"] == pair.master_addr
     assert info["haClientMasterAddr"] == "127.0.0.1:%d" % (int(pair.master_addr.rsplit(":")[1]) + 1)
 
+    # a pull gets the same records from both, with suggestWhichBrokerId 0 (slaveReadEnable=false)
+    pull = h.PullMessageRequestHeader(
+        consumer_group="PullGroup", topic=TOPIC, queue_id=0, queue_offset=0, max_msg_nums=32,
+        sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0, subscription="*", sub_version=0)
+    answers = [call(addr, RC.PULL_MESSAGE, pull.to_ext_fields())
+               for addr in (pair.master_addr, pair.slave_addr)]
+    assert [(a.code, a.ext_fields["suggestWhichBrokerId"]) for a in answers] == [(R.SUCCESS, "0")] * 2
+    assert answers[0].body == answers[1].body and answers[0].body
+    assert answers[0].ext_fields["nextBeginOffset"] == answers[1].ext_fields["nextBeginOffset"]
+
     # the master goes away; a Java consumer reads everything from the slave
     pair.master.kill()
     messages = pair.consume_from_slave("FromSlaveGroup", 4 * COUNT)
