@@ -11,7 +11,7 @@ import time
 
 from rmqproto.codec import message as msg
 from rmqproto.codec.indexfile import IndexFile, build_key, index_file_size
-from rmqproto.store.mappedfile import MappedFileBase
+from rmqproto.store.mappedfile import MappedFileBase, numbered_files
 
 __all__ = ["IndexService", "IndexMappedFile", "index_file_name", "time_matched"]
 
@@ -55,14 +55,7 @@ class IndexService:
 
     def load(self, last_exit_ok, index_msg_timestamp):
         """Open the files; after a crash drop those holding entries newer than the checkpoint."""
-        try:
-            names = sorted(os.listdir(self.directory))
-        except FileNotFoundError:
-            names = []
-        for name in names:
-            path = os.path.join(self.directory, name)
-            if not name.isdigit() or not os.path.isfile(path):
-                continue
+        for path in numbered_files(self.directory):
             f = IndexMappedFile(path, self.hash_slot_num, self.index_num)
             if not last_exit_ok and f.header.end_timestamp > index_msg_timestamp:
                 f.destroy()

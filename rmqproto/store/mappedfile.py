@@ -19,7 +19,7 @@ from rmqproto.codec.storefile import FILE_NAME_DIGITS, file_name_to_offset, offs
 from rmqproto.errors import CodecError, RmqError
 
 __all__ = ["OS_PAGE_SIZE", "StoreError", "MappedFileBase", "MappedFile", "MappedFileQueue",
-           "run_flush_plan", "able_to_flush"]
+           "numbered_files", "run_flush_plan", "able_to_flush"]
 
 #: ``MappedFile.OS_PAGE_SIZE``: the unit of the "least pages" flush thresholds.
 OS_PAGE_SIZE = 4096
@@ -38,6 +38,18 @@ def able_to_flush(wrote, flushed, full, least_pages):
     if least_pages > 0:
         return wrote // OS_PAGE_SIZE - flushed // OS_PAGE_SIZE >= least_pages
     return wrote > flushed
+
+
+def numbered_files(directory, digits=None):
+    """The paths of the regular files of ``directory`` named by a number (of ``digits``
+    digits, if given), in name order; none when the directory does not exist."""
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    paths = [os.path.join(directory, name) for name in names
+             if name.isascii() and name.isdigit() and (digits is None or len(name) == digits)]
+    return [path for path in paths if os.path.isfile(path)]
 
 
 class MappedFileBase:
@@ -199,14 +211,7 @@ class MappedFileQueue:
 
     def load(self):
         """Open every segment of the directory; all count as full until recovery says otherwise."""
-        try:
-            names = sorted(os.listdir(self.directory))
-        except FileNotFoundError:
-            names = []
-        for name in names:
-            path = os.path.join(self.directory, name)
-            if len(name) != FILE_NAME_DIGITS or not name.isdigit() or not os.path.isfile(path):
-                continue
+        for path in numbered_files(self.directory, FILE_NAME_DIGITS):
             mapped = MappedFile(path, self.file_size)
             if mapped.created:  # an empty leftover: Java refuses it; it holds nothing, drop it
                 mapped.destroy()
