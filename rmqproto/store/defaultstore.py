@@ -199,6 +199,7 @@ class DefaultMessageStore:
             os.makedirs(self.paths[key], exist_ok=True)
         os.makedirs(self.paths["commitlog"], exist_ok=True)
         self.last_exit_ok = not os.path.exists(self.paths["abort"])
+        log.info("last shutdown {how}", how="normally" if self.last_exit_ok else "abnormally")
         self.commit_log.load()
         self._load_consume_queues()
         self.checkpoint = StoreCheckpoint(self.paths["checkpoint"])
@@ -250,6 +251,9 @@ class DefaultMessageStore:
                     self._dispatch(dispatch_request(record, self.delay_table))
             end = recovery.walk_commit_log(segments, start, check_crc, on_record)
             del segments
+            log.info("{how} recovery of the commit log from file {index} of {count}: valid "
+                     "up to offset {end}", how="normal" if last_exit_ok else "abnormal",
+                     index=start, count=len(files), end=end)
             self.commit_log.queue.flushed_where = end
             self.commit_log.queue.truncate_dirty_files(
                 end, 2 * (self.config["maxMessageSize"] + 65536))
