@@ -9,6 +9,7 @@ port; each restart keeps the previous run's log beside the new one.
 """
 
 import os
+import re
 import signal
 import subprocess
 
@@ -28,6 +29,10 @@ SEGMENT = 16 * 1024 * 1024
 #: The first word of each line ``SyncSends`` prints for a send (other lines are client logs).
 SEND_STATUSES = {"SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE",
                  "ERROR"}
+
+
+#: The master's log line when a slave's first report starts a transfer.
+_TRANSFER_LOG = re.compile(r"master transfer data from (\d+) to slave\[[^\]]*\], and slave request (\d+)")
 
 
 def runtime_info(addr):
@@ -133,6 +138,11 @@ class HAPair:
     def in_sync(self):
         return runtime_info(self.master_addr).get("inSyncSlaveNums") == "1"
 
+    def in_sync_connections(self):
+        """The master's HA connections (slave socket addresses) that are in sync."""
+        return {key.split("_", 1)[1] for key, value in runtime_info(self.master_addr).items()
+                if key.startswith("inSync_") and value == "true"}
+
     def wait_in_sync(self, timeout=60):
         wait_until(self.in_sync, timeout=timeout)
 
@@ -157,10 +167,9 @@ class HAPair:
         """Problems for each acked message the slave's commit log does not hold."""
         return missing_acks(self.slave_store / "commitlog", acks, SEGMENT, self.topic)
 
-    def transfer_starts(self):
-        """The master's ``transferFromWhere`` per HA connection."""
-        return {key: int(value) for key, value in runtime_info(self.master_addr).items()
-                if key.startswith("transferFromWhere_")}
+    def transfer_requests(self):
+        """``(start, request offset)`` of every transfer the master's log says it began."""
+        return [tuple(map(int, m)) for m in _TRANSFER_LOG.findall(self.master.output())]
 
     # ------------------------------------------------------------ clients
 
@@ -172,9 +181,14 @@ class HAPair:
         return GatedProducer(subprocess.Popen(command, cwd=self.workdir, stdin=subprocess.PIPE,
                                               stdout=subprocess.PIPE, text=True))
 
-    def storm(self, seconds, threads=4):
-        """A running ``SendStorm`` of ``seconds`` against the pair."""
-        return Storm(self, seconds, threads)
+    def storm(self, seconds, threads=4, acked=0):
+        """Once the pair is in sync, a running ``SendStorm`` of ``seconds``; returned once
+        ``acked`` of its sends have been acknowledged."""
+        self.wait_in_sync()
+        storm = Storm(self, seconds, threads)
+        if acked:
+            storm.wait_acks(acked)
+        return storm
 
     def freeze_slave(self):
         os.kill(self.slave.popen.pid, signal.SIGSTOP)
