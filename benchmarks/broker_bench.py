@@ -159,11 +159,37 @@ class LoadRun:
 
 # ---------------------------------------------------------------- the brokers
 
-class Brokers:
-    """Our NameServer, our broker and the Java broker under ``workdir``; ``stop()`` ends all."""
+def start_twistd(plugin, settings, workdir, profile=None, stops=None):
+    """``twistd -n PLUGIN -c broker.conf`` with ``settings`` (Java property names, one of
+    them ``listenPort``) written to ``workdir/broker.conf``, bound to 127.0.0.1, under
+    cProfile saving to ``profile`` when given; waits until it listens (stops it if it
+    does not). Its ``stop`` is appended to ``stops`` as soon as it runs."""
+    conf = workdir / "broker.conf"
+    conf.write_text("".join("%s=%s\n" % item for item in settings.items()))
+    twistd = ["-n", "--pidfile="]
+    if profile:
+        twistd += ["--profile=%s" % profile, "--profiler=cprofile", "--savestats"]
+    process = ManagedProcess([sys.executable, "-c", _TWISTD, *twistd, plugin,
+                              "-c", str(conf), "--bindAddress", "127.0.0.1"],
+                             workdir / ("%s.log" % plugin), cwd=workdir)
+    if stops is not None:
+        stops.append(process.stop)
+    try:
+        wait_for_port(int(settings["listenPort"]), 60, process)
+    except BaseException:
+        process.stop()
+        raise
+    return process
 
-    def __init__(self, workdir, pinned, profile=None):
+
+class Brokers:
+    """Our NameServer, our broker and the Java broker under ``workdir``; ``stop()`` ends all.
+    ``settings`` (Java property names) are what both brokers get besides their name, port,
+    NameServer and store."""
+
+    def __init__(self, workdir, pinned, profile=None, settings=BROKER_SETTINGS):
         self.workdir = workdir
+        self.settings = settings
         self.stops = []
         self.started = {}  # name -> (pid, address)
         self.profile = profile
@@ -186,23 +212,14 @@ class Brokers:
 
     def _settings(self, name, port):
         store = self._dir(name) / "store"
-        return dict(BROKER_SETTINGS, brokerName="broker-" + name, listenPort=port,
+        return dict(self.settings, brokerName="broker-" + name, listenPort=port,
                     namesrvAddr=self.namesrv_addr, storePathRootDir=store,
                     storePathCommitLog=store / "commitlog")
 
     def _start_ours(self):
-        workdir = self._dir("ours")
         port = broker_port()
-        conf = workdir / "broker.conf"
-        conf.write_text("".join("%s=%s\n" % item for item in self._settings("ours", port).items()))
-        twistd = ["-n", "--pidfile="]
-        if self.profile:
-            twistd += ["--profile=%s" % self.profile, "--profiler=cprofile", "--savestats"]
-        process = ManagedProcess([sys.executable, "-c", _TWISTD, *twistd, "rmq-master",
-                                  "-c", str(conf), "--bindAddress", "127.0.0.1"],
-                                 workdir / "rmq-master.log", cwd=workdir)
-        self.stops.append(process.stop)
-        wait_for_port(port, 60, process)
+        process = start_twistd("rmq-master", self._settings("ours", port), self._dir("ours"),
+                               self.profile, self.stops)
         self.started["ours"] = process.popen.pid, "127.0.0.1:%d" % port
 
     def _start_java(self):
@@ -277,7 +294,6 @@ class Loaders:
 def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, profile=None):
     """``{workload: {loader: {broker: figures}}}``."""
     workdir = Path(tempfile.mkdtemp(prefix="broker-bench-"))
-    results = {}
     try:
         brokers = Brokers(workdir, pinned, profile)
         try:
@@ -286,22 +302,32 @@ def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, p
             if any(w.mode == "consume" for w in workloads):
                 log("writing a backlog of %d messages to each broker" % backlog)
                 brokers.prefill(topics, backlog)
-            for workload in workloads:
-                for loader in loaders_:
-                    def measure(pid, address):
-                        name = next(n for n, (_, a) in brokers.started.items() if a == address)
-                        args = workload.loader_args(topics[name], warmup, seconds, backlog)
-                        figures = LoadRun(loaders.command(loader, args), pid, pinned,
-                                          timeout=120 + warmup + seconds + backlog / 1000).run()
-                        return figures
-
-                    label = "%s, %s client" % (workload.name, loader)
-                    best = best_runs(brokers.started, measure, label, repeat, reruns)
-                    results.setdefault(workload.name, {})[loader] = best
+            results = run_workloads(brokers, loaders, topics, workloads, loaders_, warmup,
+                                    seconds, repeat, reruns, pinned, backlog)
         finally:
             brokers.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    return results
+
+
+def run_workloads(brokers, loaders, topics, workloads, loaders_, warmup, seconds, repeat, reruns,
+                  pinned, backlog=0):
+    """Each workload with each load generator against each of ``brokers.started``;
+    ``{workload: {loader: {broker: figures}}}``."""
+    results = {}
+    for workload in workloads:
+        for loader in loaders_:
+            def measure(pid, address):
+                name = next(n for n, (_, a) in brokers.started.items() if a == address)
+                args = workload.loader_args(topics[name], warmup, seconds, backlog)
+                figures = LoadRun(loaders.command(loader, args), pid, pinned,
+                                  timeout=120 + warmup + seconds + backlog / 1000).run()
+                return figures
+
+            label = "%s, %s client" % (workload.name, loader)
+            best = best_runs(brokers.started, measure, label, repeat, reruns)
+            results.setdefault(workload.name, {})[loader] = best
     return results
 
 
