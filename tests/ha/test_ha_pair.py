@@ -14,7 +14,7 @@ import pytest
 
 from rmqproto.codec.message import decode_message_id
 from support.hacheck import CommitLogReader
-from support.hapair import SEGMENT, HAPair
+from support.hapair import SEGMENT, HAPair, send_statuses
 from support.interop import java_available
 from support.syncclient import wait_until
 
@@ -86,9 +86,7 @@ def test_commit_logs_are_byte_identical_across_a_segment_boundary(pair):
     pair.wait_in_sync()
     result = pair.peers.run_client("rmqproto.peers.SyncSends", pair.namesrv_addr, pair.topic,
                                    1100, 16 * 1024)
-    statuses = [line.split()[0] for line in result.stdout.splitlines()
-                if line.split() and line.split()[0] in ("SEND_OK", "FLUSH_SLAVE_TIMEOUT",
-                                                        "SLAVE_NOT_AVAILABLE", "ERROR")]
+    statuses = send_statuses(result.stdout)
     assert statuses == ["SEND_OK"] * 1100, result.stdout[-2000:] + result.stderr[-2000:]
     assert pair.wait_logs_identical() > SEGMENT
 
@@ -111,6 +109,7 @@ def test_consumers_read_every_message_from_either_side(pair):
     pair.wait_logs_identical()
     keys = sorted("key-%d" % i for i in range(count))
     assert consumed_keys(pair, "FromMaster", topic, count) == keys
+    pair.wait_slave_knows_topic(topic)
     pair.stop_master()  # it unregisters: the route names only the slave
     try:
         assert consumed_keys(pair, "FromSlave", topic, count) == keys

@@ -21,7 +21,7 @@ from support.hacheck import compare_commit_logs, missing_acks, storm_acks
 from support.javapeers import JavaPeers, broker_port
 from support.syncclient import call, wait_until
 
-__all__ = ["SEGMENT", "SEND_STATUSES", "HAPair", "GatedProducer", "Storm", "runtime_info"]
+__all__ = ["SEGMENT", "SEND_STATUSES", "HAPair", "GatedProducer", "Storm", "runtime_info", "send_statuses"]
 
 #: Commit-log segment size of both brokers.
 SEGMENT = 16 * 1024 * 1024
@@ -33,6 +33,12 @@ SEND_STATUSES = {"SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_
 
 #: The master's log line when a slave's first report starts a transfer.
 _TRANSFER_LOG = re.compile(r"master transfer data from (\d+) to slave\[[^\]]*\], and slave request (\d+)")
+
+
+def send_statuses(output):
+    """The status of every send in ``SyncSends``' output, in order."""
+    return [line.split()[0] for line in output.splitlines()
+            if line.split() and line.split()[0] in SEND_STATUSES]
 
 
 def runtime_info(addr):
@@ -162,6 +168,12 @@ class HAPair:
                                        self.slave_store / "commitlog")
         assert problems == []
         return max_offset
+
+    def wait_slave_knows_topic(self, topic, timeout=30):
+        """Wait until the slave's metadata sync (every 10 s) has copied ``topic``'s config: a
+        slave answers pulls of a topic it does not know TOPIC_NOT_EXIST, as Java's does."""
+        wait_until(lambda: ('"%s"' % topic).encode() in call(
+            self.slave_addr, RC.GET_ALL_TOPIC_CONFIG).body, timeout=timeout)
 
     def missing_on_slave(self, acks):
         """Problems for each acked message the slave's commit log does not hold."""
