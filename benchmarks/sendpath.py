@@ -45,8 +45,12 @@ STAGES = [
     ("request header (from_ext_fields, to_v1)", "processors/send.py", "parse_request_header"),
     ("checks (pre_send)", "processors/send.py", "pre_send"),
     ("record building (message_record)", "processors/send.py", "message_record"),
+    ("batch records (decode_batch, records)", "processors/send.py", "batch_records"),
     ("store put_message, all", "store/defaultstore.py", "put_message"),
+    ("store put_messages, all", "store/defaultstore.py", "put_messages"),
+    ("  message checks (check_message)", "store/commitlog.py", "check_message"),
     ("  commit-log append (encode_record, copy)", "store/commitlog.py", "append"),
+    ("  commit-log append of a batch", "store/commitlog.py", "append_batch"),
     ("  consume-queue unit", "store/consumequeue.py", "put_position"),
     ("  index (build_index)", "store/indexservice.py", "build_index"),
     ("  flush wake-up", "store/flush.py", "wakeup"),
@@ -138,6 +142,8 @@ def stage_table(stats, per_send_us):
     rows = []
     for label, suffix, function in STAGES:
         share = cumulative(suffix, function) / total if total else 0.0
+        if share == 0.0:
+            continue  # a stage of the other kind of send
         rows.append("%-44s %5.1f %%  %6.1f µs" % (label, 100 * share, share * per_send_us))
     return "\n".join(rows)
 
