@@ -12,7 +12,7 @@ from rmqproto.config import ConfigError, Setting, Settings
 from rmqproto.store.config import STORE_SETTINGS
 
 __all__ = ["BROKER_SETTINGS", "SETTINGS", "MASTER_ID", "local_address", "apply_startup_rules",
-           "broker_addr", "ha_server_addr", "store_host", "namesrv_addresses", "is_slave"]
+           "broker_addr", "vip_port", "ha_server_addr", "store_host", "namesrv_addresses", "is_slave"]
 
 #: ``MixAll.MASTER_ID``.
 MASTER_ID = 0
@@ -109,6 +109,11 @@ def is_slave(config):
 def broker_addr(config):
     """``brokerIP1:listenPort``, the address registered with the NameServers."""
     return "%s:%d" % (config["brokerIP1"], config["listenPort"])
+
+
+def vip_port(config):
+    """The VIP ("fast") channel's port: listenPort - 2 (``MixAll.brokerVIPChannel``)."""
+    return config["listenPort"] - 2
 
 
 def ha_server_addr(config):

@@ -98,6 +98,11 @@ class RequestDispatcher:
         """The processor ``code`` is routed to, or ``None``."""
         return self._processors.get(code, self.default_processor)
 
+    def excluding(self, *codes):
+        """A view of this dispatcher that does not support ``codes`` (as a broker's VIP
+        channel serves no pulls); later registrations here show through it."""
+        return _ExcludingDispatcher(self, codes)
+
     def dispatch(self, request, context):
         """Process ``request``; the response frame (bytes), a Deferred of it, or ``None``."""
         processor = self.processor_for(request.code)
@@ -138,3 +143,15 @@ class RequestDispatcher:
         if request.is_oneway:
             return None
         return encode_frame(request.response(int(code), remark=remark, version=self.version))
+
+
+class _ExcludingDispatcher(RequestDispatcher):
+    """:meth:`RequestDispatcher.excluding`: ``base``'s processors except for ``codes``."""
+
+    def __init__(self, base, codes):
+        super().__init__(base.version)
+        self._base = base
+        self._excluded = frozenset(int(code) for code in codes)
+
+    def processor_for(self, code):
+        return None if code in self._excluded else self._base.processor_for(code)

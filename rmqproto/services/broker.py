@@ -10,7 +10,8 @@ from twisted.application import internet, service
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
-from rmqproto.broker.config import SETTINGS, apply_startup_rules
+from rmqproto.broker.config import SETTINGS, apply_startup_rules, vip_port
+from rmqproto.codec.codes import RequestCode
 from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
@@ -35,6 +36,13 @@ class BrokerService(service.MultiService):
         self.listener = internet.TCPServer(config["listenPort"], self.factory,
                                            interface=config["bindAddress"], reactor=reactor)
         self.listener.setServiceParent(self)
+        #: The VIP ("fast") channel on listenPort - 2: every request but PULL_MESSAGE (§6).
+        #: Java slaves fetch their metadata there.
+        self.vip_factory = RemotingFactory(
+            self.controller.dispatcher.excluding(RequestCode.PULL_MESSAGE), reactor)
+        self.vip_listener = internet.TCPServer(vip_port(config), self.vip_factory,
+                                               interface=config["bindAddress"], reactor=reactor)
+        self.vip_listener.setServiceParent(self)
         #: Replication: the master's HA listener or the slave's HA client (reference §4).
         self.ha = ha_service(self.controller)
         self.idle = task.LoopingCall(self.close_idle_connections)
@@ -54,11 +62,14 @@ class BrokerService(service.MultiService):
         d.addBoth(lambda _: self.controller.shutdown())
 
         def close(_):
-            for connection in list(self.factory.connections):
+            for connection in self._connections():
                 connection.close()
             return super(BrokerService, self).stopService()
 
         return d.addBoth(close)
+
+    def _connections(self):
+        return list(self.factory.connections) + list(self.vip_factory.connections)
 
     @property
     def port(self):
@@ -67,7 +78,7 @@ class BrokerService(service.MultiService):
 
     def close_idle_connections(self):
         limit = self.reactor.seconds() - self.config["serverChannelMaxIdleTimeSeconds"]
-        for connection in list(self.factory.connections):
+        for connection in self._connections():
             if connection.last_activity < limit:
                 log.info("closing idle connection {peer}", peer=connection.peer)
                 connection.close()

@@ -94,3 +94,20 @@ def test_kill_9_leaves_the_abort_file_and_a_restart_serves(tmp_path, nameserver)
         assert answer.code == R.SUCCESS
     finally:
         broker.stop()
+
+
+def test_the_vip_channel_serves_everything_but_pulls(tmp_path, nameserver):
+    """Java's fast remoting server on listenPort - 2, where Java slaves fetch metadata."""
+    broker, address = start_broker(tmp_path, nameserver)
+    host, port = address.rsplit(":", 1)
+    vip = "%s:%d" % (host, int(port) - 2)
+    try:
+        assert call(vip, RC.GET_ALL_TOPIC_CONFIG).code == R.SUCCESS
+        pull = call(vip, RC.PULL_MESSAGE, {
+            "consumerGroup": "G", "topic": "TBW102", "queueId": "0", "queueOffset": "0",
+            "maxMsgNums": "1", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0",
+            "subVersion": "0"})
+        assert pull.code == R.REQUEST_CODE_NOT_SUPPORTED
+        assert call(address, RC.GET_ALL_TOPIC_CONFIG).code == R.SUCCESS
+    finally:
+        broker.stop()

@@ -136,3 +136,15 @@ def test_exception_remark_names_module_and_innermost_frame():
     assert remark.startswith("test_dispatch.test_exception_remark_names_module_and_innermost_frame."
                              "<locals>.StoreError, inner(test_dispatch.py:")
     assert exception_remark(ValueError("x")) == "ValueError: x"
+
+
+def test_a_view_excluding_codes_refuses_them_and_sees_later_registrations():
+    dispatcher = RequestDispatcher()
+    dispatcher.register(11, echo)
+    vip = dispatcher.excluding(11)
+    dispatcher.register(105, echo)
+    assert answer(vip.dispatch(request(105, opaque=1), CONTEXT)).code == R.SUCCESS
+    refused = answer(vip.dispatch(request(11, opaque=2), CONTEXT))
+    assert (refused.code, refused.remark) == (R.REQUEST_CODE_NOT_SUPPORTED,
+                                              " request type 11 not supported")
+    assert answer(dispatcher.dispatch(request(11, opaque=3), CONTEXT)).code == R.SUCCESS
