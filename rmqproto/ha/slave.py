@@ -31,6 +31,11 @@ class HAClientProtocol(protocol.Protocol):
         self.connector = connector
 
     def connectionMade(self):
+        # reports are 8 bytes: without TCP_NODELAY one waits for the ACK of the one before
+        # (Java's RemotingUtil.connect sets it too)
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
         self.connector.connection_made(self)
 
     def dataReceived(self, data):
