@@ -1,11 +1,13 @@
-"""Ours with ours (reference §4): our ``twistd rmq-master`` as SYNC_MASTER and our
-``twistd rmq-slave``, driven by real Java 4.9.8 clients through our NameServer.
+"""Our ``twistd rmq-master`` as SYNC_MASTER with a slave replicating from it (reference §4),
+driven by real Java 4.9.8 clients through our NameServer; every test runs with a real
+Java 4.9.7 slave and with our ``twistd rmq-slave``.
 
 A Java producer gets SEND_OK only once the slave holds the message (it is in the slave's
-commit-log file when the answer arrives); with the slave stopped, SLAVE_NOT_AVAILABLE at
+commit-log file when the answer arrives); with the slave killed, SLAVE_NOT_AVAILABLE at
 once, with it frozen FLUSH_SLAVE_TIMEOUT within ``slaveTimeout``, and SEND_OK again when it
-returns; the commit logs end byte-identical across a segment boundary; Java consumers read
-every message from the master, and from the slave with the master stopped.
+returns (from its own max offset); the commit logs end byte-identical across a segment
+boundary, and the master's runtime info shows the slave's ack; Java consumers read every
+message from the master, and from the slave with the master stopped.
 """
 
 import json
@@ -14,7 +16,7 @@ import pytest
 
 from rmqproto.codec.message import decode_message_id
 from support.hacheck import CommitLogReader
-from support.hapair import SEGMENT, HAPair, send_statuses
+from support.hapair import SEGMENT, HAPair, runtime_info, send_statuses
 from support.interop import java_available
 from support.syncclient import wait_until
 
@@ -23,11 +25,22 @@ pytestmark = pytest.mark.skipif(not java_available(), reason="Java 17 and Maven 
 SLAVE_TIMEOUT_MS = 2000
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory):
-    pair = HAPair(tmp_path_factory.mktemp("ha-pair"), "ours", slaveTimeout=SLAVE_TIMEOUT_MS)
+@pytest.fixture(scope="module", params=["java", "ours"], ids=["java-slave", "our-slave"])
+def pair(request, tmp_path_factory):
+    pair = HAPair(tmp_path_factory.mktemp("ha-pair-%s" % request.param), request.param,
+                  slaveTimeout=SLAVE_TIMEOUT_MS)
     yield pair
     pair.stop()
+
+
+def test_every_kind_of_java_send_is_acked(pair):
+    pair.wait_in_sync()
+    result = pair.peers.run_client("rmqproto.peers.SendAll", pair.namesrv_addr, pair.topic, 20)
+    assert result.returncode == 0, result.stdout + result.stderr
+    acked = [line.split() for line in result.stdout.splitlines()
+             if line.split() and line.split()[0] in ("SYNC", "ASYNC", "BATCH")]
+    assert len(acked) == 41 and {line[1] for line in acked} == {"SEND_OK"}
+    pair.wait_logs_identical()
 
 
 def test_send_ok_only_once_the_slave_holds_the_message(pair):
@@ -47,9 +60,9 @@ def test_send_ok_only_once_the_slave_holds_the_message(pair):
     pair.wait_logs_identical()
 
 
-def test_a_stopped_slave_gives_slave_not_available_until_it_returns(pair):
+def test_a_killed_slave_gives_slave_not_available_until_it_returns(pair):
     pair.wait_in_sync()
-    pair.stop_slave()
+    pair.slave.kill()
     wait_until(lambda: not pair.in_sync(), timeout=10)
     producer = pair.producer()
     try:
@@ -88,7 +101,11 @@ def test_commit_logs_are_byte_identical_across_a_segment_boundary(pair):
                                    1100, 16 * 1024)
     statuses = send_statuses(result.stdout)
     assert statuses == ["SEND_OK"] * 1100, result.stdout[-2000:] + result.stderr[-2000:]
-    assert pair.wait_logs_identical() > SEGMENT
+    max_offset = pair.wait_logs_identical()
+    assert max_offset > SEGMENT  # two segments
+    info = runtime_info(pair.master_addr)
+    assert [v for k, v in info.items() if k.startswith("slaveAckOffset_")] == [str(max_offset)]
+    assert info["push2SlaveMaxOffset"] == str(max_offset)
 
 
 def consumed_keys(pair, group, topic, expected):
