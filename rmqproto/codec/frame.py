@@ -142,7 +142,55 @@ class RemotingCommand:
 # ---------------------------------------------------------------- JSON header
 
 def encode_json_header(cmd):
-    """The JSON header fastjson writes for ``cmd`` (bean fields alphabetical, nulls omitted)."""
+    """The JSON header fastjson writes for ``cmd`` (bean fields alphabetical, nulls omitted).
+
+    orjson writes it whenever that is provably the same text (:func:`_orjson_json_header`),
+    otherwise :func:`fastjson_json_header` does; the test-suite checks the two agree.
+    """
+    header = _orjson_json_header(cmd)
+    return header if header is not None else fastjson_json_header(cmd)
+
+
+def _orjson_json_header(cmd):
+    """The header as orjson writes it, or ``None`` when that could differ from fastjson.
+
+    With every field a plain ``int`` or ``str`` (no null ext value) the two writers lay out
+    the same JSON; their strings differ only where one of them escapes: control characters,
+    ``"``, ``\\``, DEL and non-ASCII text. orjson escapes the first three with a backslash,
+    so an ASCII result without backslash or DEL holds none of them.
+    """
+    code, flag, opaque, version = cmd.code, cmd.flag, cmd.opaque, cmd.version
+    language, remark, ext = cmd.language, cmd.remark, cmd.ext_fields
+    if not (type(code) is int and type(flag) is int and type(opaque) is int
+            and type(version) is int and type(language) is str
+            and (remark is None or type(remark) is str)):
+        return None
+    header = {"code": code}
+    if ext is not None:
+        if ext and set(map(type, ext.values())) != _STR_ONLY:
+            return None
+        header["extFields"] = ext
+    header["flag"] = flag
+    header["language"] = language
+    header["opaque"] = opaque
+    if remark is not None:
+        header["remark"] = remark
+    header["serializeTypeCurrentRPC"] = _SERIALIZE_NAMES[cmd.serialize_type]
+    header["version"] = version
+    try:
+        text = orjson.dumps(header)
+    except orjson.JSONEncodeError:  # a key that is not a string, an int beyond 64 bits
+        return None
+    if text.isascii() and b"\\" not in text and b"\x7f" not in text:
+        return text
+    return None
+
+
+_STR_ONLY = {str}
+
+
+def fastjson_json_header(cmd):
+    """The JSON header written string by string with fastjson's rules (every case)."""
     ext = cmd.ext_fields
     parts = ['{"code":', str(cmd.code)]
     if ext is not None:
@@ -355,9 +403,9 @@ def parse_frame_declared(data):
 
 
 def build_frame_declared(cmd):
-    """Encode ``cmd`` through the construct declarations only."""
+    """Encode ``cmd`` through the construct declarations (and fastjson's writer) only."""
     if cmd.serialize_type == SERIALIZE_JSON:
-        header = encode_json_header(cmd)
+        header = fastjson_json_header(cmd)
     else:
         ext = [dict(key=k or "", value=v or "") for k, v in (cmd.ext_fields or {}).items()]
         header = BINARY_HEADER.build(dict(

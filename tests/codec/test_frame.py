@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from rmqproto.codec.frame import (
     FLAG_ONEWAY, FLAG_RESPONSE, LANGUAGE_CODES, MAX_FRAME_LENGTH, SERIALIZE_JSON,
-    SERIALIZE_ROCKETMQ, FrameDecoder, RemotingCommand, build_frame_declared, decode_frame,
-    encode_frame, parse_frame_declared)
+    SERIALIZE_ROCKETMQ, FrameDecoder, RemotingCommand, _orjson_json_header, build_frame_declared,
+    decode_frame, encode_frame, encode_json_header, fastjson_json_header, parse_frame_declared)
 from rmqproto.errors import BadHeaderLengthError, CodecError, FrameTooLargeError
 from support.interop import load_vectors
 
@@ -124,6 +124,42 @@ def test_round_trip_and_fast_equals_declared(cmd):
     assert decoded == parse_frame_declared(data)
     assert command_fields(decoded) == command_fields(cmd)
     assert encode_frame(decoded) == data
+
+
+# JSON headers: the orjson fast path writes what fastjson's writer writes
+
+#: Mostly plain ASCII, with every character one of the two writers escapes or writes raw.
+_TRICKY_TEXT = st.text(alphabet=st.characters(max_codepoint=0x7F) | st.sampled_from(
+    '"\\/\x00\x1f\x7f\x80\x9f\xa0\u2028\u2029\u00e9\u9519\U0001f600'), max_size=12)
+_JSON_VALUE = (st.integers(-2 ** 63, 2 ** 64 - 1) | st.integers() | st.sampled_from([True, None]))
+
+
+@settings(max_examples=500)
+@given(code=_JSON_VALUE, opaque=_JSON_VALUE, flag=_JSON_VALUE, version=_JSON_VALUE,
+       language=st.sampled_from(sorted(LANGUAGE_CODES)) | st.integers(0, 255) | st.none()
+       | _TRICKY_TEXT,
+       remark=st.none() | _TRICKY_TEXT,
+       ext=st.none() | st.dictionaries(_TRICKY_TEXT | st.none() | st.integers(),
+                                       _TRICKY_TEXT | st.none() | st.integers(), max_size=5))
+def test_json_header_fast_path_equals_fastjson_writer(code, opaque, flag, version, language,
+                                                      remark, ext):
+    cmd = RemotingCommand(code, opaque=opaque, flag=flag, ext_fields=ext, remark=remark,
+                          language=language, version=version)
+    try:
+        expected = fastjson_json_header(cmd)
+    except (AttributeError, TypeError, UnicodeEncodeError):
+        expected = None  # nothing fastjson would write: the fast path must not write it either
+    fast = _orjson_json_header(cmd)
+    assert fast is None or fast == expected
+    if expected is not None:
+        assert encode_json_header(cmd) == expected
+
+
+def test_json_header_fast_path_serves_plain_answers():
+    answer = RemotingCommand(0, opaque=7, flag=FLAG_RESPONSE, version=417, ext_fields={
+        "msgId": "7F00000100002A9F0000000000001234", "queueId": "3", "queueOffset": "0",
+        "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}, remark="a b/c")
+    assert _orjson_json_header(answer) == fastjson_json_header(answer)
 
 
 # ---------------------------------------------------------------- 5. fuzz
