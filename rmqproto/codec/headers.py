@@ -58,8 +58,7 @@ def _parse_integral(bits):
 
     def parse(text):
         # Integer.parseInt / Long.parseLong: optional sign, then (Unicode) decimal digits only.
-        digits = text[1:] if text[:1] in ("+", "-") else text
-        if digits.isdecimal():
+        if text.isdecimal() or (text[:1] in ("+", "-") and text[1:].isdecimal()):
             value = int(text)
             if low <= value <= high:
                 return value
@@ -133,9 +132,12 @@ class _JavaType:
 _JAVA_TYPES = {}
 for _names, _parse, _fmt, _zero in (
         (("String",), _identity, _format_string, None),
-        (("Integer", "int"), _parse_integral(32), _format_integral(32), 0),
+        # an Integer or Boolean field takes few distinct values (queue ids, flags, counts):
+        # their texts are parsed once
+        (("Integer", "int"), lru_cache(maxsize=4096)(_parse_integral(32)),
+         _format_integral(32), 0),
         (("Long", "long"), _parse_integral(64), _format_integral(64), 0),
-        (("Boolean", "boolean"), _parse_boolean, _format_boolean, False),
+        (("Boolean", "boolean"), lru_cache(maxsize=256)(_parse_boolean), _format_boolean, False),
         (("Double", "double"), _parse_double, _format_double, 0.0)):
     for _name in _names:
         _JAVA_TYPES[_name] = _JavaType(_name, _parse, _fmt, _zero if _name.islower() else None)
@@ -192,6 +194,32 @@ def _hashset_order(fields):
     return tuple(hashes[h] for h in java_hashmap_order(list(hashes), long_keys=False))
 
 
+_NO_FIELDS = {}
+
+
+def _decode_into(header, cls, decoders, ext_fields):
+    """Set ``header``'s attributes from ``ext_fields`` as ``decoders`` (a
+    ``CustomHeader._decoders`` table of ``cls``) say; errors name ``cls``."""
+    get = (ext_fields or _NO_FIELDS).get
+    for wire, name, parse, required, default in decoders:
+        text = get(wire)
+        if text is None:
+            if required:
+                raise MissingFieldError("the custom field <%s> of %s is null"
+                                        % (wire, cls.__name__))
+            value = default
+        elif parse is None:
+            value = text
+        else:
+            try:
+                value = parse(text)
+            except (ValueError, TypeError, AttributeError):
+                raise CodecError("the custom field <%s> of %s is not a valid %s: %r" % (
+                    wire, cls.__name__, cls.field(wire).java_type, text)) from None
+        setattr(header, name, value)
+    return header
+
+
 @lru_cache(maxsize=1024)
 def _hashmap_order(keys):
     return java_hashmap_order(keys)
@@ -213,9 +241,14 @@ class _HeaderType(type):
         # ignores the inherited bname)
         cls._decoded = frozenset(f.wire for f in cls.all_fields
                                  if cls.fast_fields is None or f.wire in cls.fast_fields)
-        # (field, attribute, parser or None when the class does not decode the field)
-        cls._decoders = tuple((f, f.name, f.type.parse if f.wire in cls._decoded else None)
-                              for f in cls.all_fields)
+        # what from_ext_fields does per field: (wire name, attribute, parser or None for a
+        # String, required, initial value) for each field decoded; (attribute, initial
+        # value) for the others
+        cls._decoders = tuple(
+            (f.wire, f.name, None if f.type.parse is _identity else f.type.parse, f.required,
+             f.default) for f in cls.all_fields if f.wire in cls._decoded)
+        cls._not_decoded = tuple((f.name, f.default) for f in cls.all_fields
+                                 if f.wire not in cls._decoded)
         if cls.java_class and not namespace.get("abstract"):
             HEADER_CLASSES[name] = cls
         return cls
@@ -269,24 +302,16 @@ class CustomHeader(metaclass=_HeaderType):
     @classmethod
     def from_ext_fields(cls, ext_fields):
         """Parse ``ext_fields`` (a ``dict`` of strings, or ``None``) into a header."""
-        get = (ext_fields or {}).get
-        header = cls.__new__(cls)
-        for field, name, parse in cls._decoders:
-            text = get(field.wire) if parse is not None else None
-            if text is None:
-                if field.required:
-                    raise MissingFieldError("the custom field <%s> of %s is null"
-                                            % (field.wire, cls.__name__))
-                value = field.default
-            else:
-                try:
-                    value = parse(text)
-                except (ValueError, TypeError, AttributeError):
-                    raise CodecError("the custom field <%s> of %s is not a valid %s: %r" % (
-                        field.wire, cls.__name__, field.java_type, text)) from None
-            setattr(header, name, value)
+        header = _decode_into(cls.__new__(cls), cls, cls._decoders, ext_fields)
+        for name, default in cls._not_decoded:
+            setattr(header, name, default)
         header.check_fields()
         return header
+
+    @classmethod
+    def field(cls, wire):
+        """The :class:`Field` named ``wire`` on the wire."""
+        return next(f for f in cls.all_fields if f.wire == wire)
 
     def check_fields(self):
         """The class's own ``checkFields`` rule; raise ``CodecError`` when it fails."""
@@ -406,11 +431,7 @@ def _to_v2(self):
 
 
 def _to_v1(self):
-    """``createSendMessageRequestHeaderV1``: ``n`` becomes ``bname``, V2's own ``bname`` is dropped.
-
-    Runs for every message sent, so the fields are copied directly (``_V1_COPIED``) rather
-    than through ``as_dict`` and the checking constructor (a quarter of the cost).
-    """
+    """``createSendMessageRequestHeaderV1``: ``n`` becomes ``bname``, V2's own ``bname`` is dropped."""
     header = _V1.__new__(_V1)
     for name in _V1_COPIED:
         setattr(header, name, getattr(self, name))
@@ -418,9 +439,18 @@ def _to_v1(self):
     return header
 
 
+def _v1_from_ext_fields(cls, ext_fields):
+    """``from_ext_fields(ext_fields).to_v1()`` in one pass, as the send path needs it for
+    every message: V2's fields decoded straight into a V1 header, ``n`` as ``bname``."""
+    return _decode_into(_V1.__new__(_V1), cls, _V2_AS_V1, ext_fields)
+
+
 _V1 = SendMessageRequestHeader
 _V1_COPIED = tuple(f.name for f in _V1.all_fields if f.name != "bname")
+_V2_AS_V1 = tuple((wire, "bname" if name == "broker_name" else name, *rest)
+                  for wire, name, *rest in SendMessageRequestHeaderV2._decoders)
 SendMessageRequestHeader.to_v2 = _to_v2
+SendMessageRequestHeaderV2.v1_from_ext_fields = classmethod(_v1_from_ext_fields)
 SendMessageRequestHeaderV2.to_v1 = _to_v1
 
 SendMessageResponseHeader = _header(

@@ -1,5 +1,7 @@
 """Typed custom headers (reference §1.7, §2.2, §2.3) against the 4.9.8 header classes."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -235,6 +237,22 @@ def test_encoding_rejects_values_java_cannot_hold():
         H.GetMaxOffsetRequestHeader(topic="T", queue_id=2 ** 31).to_ext_fields()
     with pytest.raises(CodecError):
         H.QueryDataVersionResponseHeader(changed=1).to_ext_fields()
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_v2_decodes_straight_to_v1_as_through_v2(data):
+    wires = [f.wire for f in H.SendMessageRequestHeaderV2.all_fields] + ["other"]
+    ext = data.draw(st.dictionaries(st.sampled_from(wires), st.none() | _TEXTS)
+                    | headers([H.SendMessageRequestHeaderV2]).map(
+                        lambda header: header.to_ext_fields(SERIALIZE_ROCKETMQ)))
+    try:
+        expected = H.SendMessageRequestHeaderV2.from_ext_fields(ext).to_v1()
+    except CodecError as exc:
+        with pytest.raises(type(exc), match=re.escape(str(exc))):
+            H.SendMessageRequestHeaderV2.v1_from_ext_fields(ext)
+        return
+    assert H.SendMessageRequestHeaderV2.v1_from_ext_fields(ext) == expected
 
 
 def test_send_header_conversion_follows_java():
