@@ -42,7 +42,7 @@ QUEUES = 8
 #: Stages of one send as the profile names them: (label, file suffix, function).
 STAGES = [
     ("frame decode (decode_frame)", "codec/frame.py", "decode_frame"),
-    ("request header (from_ext_fields, to_v1)", "processors/send.py", "parse_request_header"),
+    ("request header (v1_from_ext_fields)", "processors/send.py", "parse_request_header"),
     ("checks (pre_send)", "processors/send.py", "pre_send"),
     ("record building (message_record)", "processors/send.py", "message_record"),
     ("batch records (decode_batch, records)", "processors/send.py", "batch_records"),
@@ -54,8 +54,8 @@ STAGES = [
     ("  consume-queue unit", "store/consumequeue.py", "put_position"),
     ("  index (build_index)", "store/indexservice.py", "build_index"),
     ("  flush wake-up", "store/flush.py", "wakeup"),
-    ("answer (_put_done: header, encode)", "processors/send.py", "_put_done"),
-    ("response frame encode (encode_frame)", "codec/frame.py", "encode_frame"),
+    ("answer (_put_done: extFields template)", "processors/send.py", "_put_done"),
+    ("response frame encode (encode_frame, orjson)", "codec/frame.py", "encode_frame"),
 ]
 
 

@@ -19,7 +19,9 @@ import random
 import time
 from functools import lru_cache
 
+from twisted.internet import defer
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from rmqproto.broker.config import is_slave, store_host
 from rmqproto.broker.topicconfig import (
@@ -127,6 +129,7 @@ class SendMessageProcessor:
         self.controller = controller
         self.config = controller.config
         self.store_host = store_host(self.config)
+        self._answer_templates = {}  # (serialize type, regionId, traceOn) -> extFields
 
     def register_with(self, dispatcher):
         for code in (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE):
@@ -143,6 +146,22 @@ class SendMessageProcessor:
         ext = header.to_ext_fields(request.serialize_type, extra=self._response_ext())
         return request.response(int(code), remark=remark, ext_fields=ext)
 
+    def _stored_answer(self, request, code, msg_id, queue_id, queue_offset):
+        """The answer of a stored send (``code`` SUCCESS or a flush / slave status): what :meth:`_answer` builds from a
+        ``SendMessageResponseHeader``, from a per-broker template of its ``extFields``
+        (their order depends only on the key set; ``transactionId`` stays null)."""
+        key = (request.serialize_type, self.config["regionId"], self.config["traceOn"])
+        template = self._answer_templates.get(key)
+        if template is None:
+            template = self._answer_templates[key] = h.SendMessageResponseHeader(
+                msg_id="", queue_id=0, queue_offset=0).to_ext_fields(
+                    request.serialize_type, extra=self._response_ext())
+        ext = template.copy()  # the values replaced below keep their places
+        ext["msgId"] = msg_id
+        ext["queueId"] = str(queue_id)  # Integer / Long toString
+        ext["queueOffset"] = str(queue_offset)
+        return request.response(int(code), ext_fields=ext)
+
     # ------------------------------------------------------------ processing
 
     @staticmethod
@@ -150,7 +169,7 @@ class SendMessageProcessor:
         """``parseRequestHeader``: V1 for SEND_MESSAGE, V2 (turned into V1) for 310 and 320."""
         if request.code == RC.SEND_MESSAGE:
             return h.SendMessageRequestHeader.from_ext_fields(request.ext_fields)
-        return h.SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1()
+        return h.SendMessageRequestHeaderV2.v1_from_ext_fields(request.ext_fields)
 
     def process_request(self, request, context):
         header = self.parse_request_header(request)
@@ -170,6 +189,14 @@ class SendMessageProcessor:
                 put = self.controller.store.put_message(record, wait_store_msg_ok=wait)
         except _Refused as refused:
             return self._answer(request, refused.code, refused.remark)
+        if put.called and not put.paused:
+            # stored without a flush or replica wait (ASYNC_FLUSH, WAIT=false): answer now,
+            # sparing the callback chains of the store, the dispatcher and the connection
+            fired = []
+            put.addBoth(fired.append)
+            if not isinstance(fired[0], Failure):
+                return self._put_done(fired[0], request, queue_id)
+            return defer.fail(fired[0])
         return put.addCallback(self._put_done, request, queue_id)
 
     def _put_done(self, result, request, queue_id):
@@ -178,9 +205,7 @@ class SendMessageProcessor:
             return self._answer(request, code, remark)
         append = result.append_result
         self.controller.msg_put_total += append.msg_num
-        header = h.SendMessageResponseHeader(msg_id=append.msg_id, queue_id=queue_id,
-                                             queue_offset=append.logics_offset)
-        return self._answer(request, code, None, header)
+        return self._stored_answer(request, code, append.msg_id, queue_id, append.logics_offset)
 
     def pre_send(self, header, context):
         """``preSend`` / ``msgCheck``: the topic's config, or :class:`_Refused`."""
