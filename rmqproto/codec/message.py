@@ -176,6 +176,7 @@ def _properties_bytes(properties):
 
 # ---------------------------------------------------------------- hosts and msgId
 
+@lru_cache(maxsize=4096)  # born and store hosts repeat from message to message
 def _pack_ip(address):
     try:
         if ":" in address:
@@ -206,8 +207,18 @@ _MSG_ID_PORT_OFFSET = struct.Struct(">iq")
 
 def create_message_id(store_host, commit_log_offset):
     """The offset message id: uppercase hex of store IP + port + commit-log offset (§2.3)."""
+    if 0 <= commit_log_offset <= _MAX_LONG:  # every stored offset: the host part is reused
+        return _message_id_prefix(store_host) + "%016X" % commit_log_offset
     return (_pack_ip(store_host[0])
             + _MSG_ID_PORT_OFFSET.pack(store_host[1], commit_log_offset)).hex().upper()
+
+
+_MAX_LONG = (1 << 63) - 1
+
+
+@lru_cache(maxsize=64)
+def _message_id_prefix(store_host):
+    return (_pack_ip(store_host[0]) + _MSG_ID_PORT_OFFSET.pack(store_host[1], 0)[:4]).hex().upper()
 
 
 def decode_message_id(msg_id):
@@ -414,11 +425,12 @@ _I16 = struct.Struct(">h")
 _MIN_RECORD_LENGTH = 91
 
 
-def encode_record(record):
-    """The stored bytes of ``record`` (``struct`` fast path of :data:`MESSAGE_RECORD`)."""
+def encode_record(record, properties=None):
+    """The stored bytes of ``record`` (``struct`` fast path of :data:`MESSAGE_RECORD`);
+    ``properties``: its properties string as UTF-8, when the caller has encoded it already."""
     r = record
     topic = _topic_utf8(r.topic)
-    props = _properties_bytes(r.properties)
+    props = _properties_bytes(r.properties) if properties is None else properties
     body = r.body
     sys_flag = r.sys_flag
     if r.magic_code == MESSAGE_MAGIC_CODE:

@@ -41,54 +41,56 @@ def _properties_bytes(record):
 
 def check_message(record, max_message_size):
     """The put status a single message gets before it is written (``checkMessage`` and the
-    encoder's checks), or ``PUT_OK``: topic over 127 characters (or bytes: the 4.x record
-    has a one-byte length) or a properties string over 32767 characters is MESSAGE_ILLEGAL,
-    properties over 32767 bytes PROPERTIES_SIZE_EXCEEDED, a body over ``maxMessageSize``
+    encoder's checks), and the UTF-8 properties string the append writes (None unless the
+    status is PUT_OK): topic over 127 characters (or bytes: the 4.x record has a one-byte
+    length) or a properties string over 32767 characters is MESSAGE_ILLEGAL, properties
+    over 32767 bytes PROPERTIES_SIZE_EXCEEDED, a body over ``maxMessageSize``
     MESSAGE_ILLEGAL. A message that passes gets the 4.x magic code and its ``store_size``."""
     topic = _topic_bytes(record.topic)
     if len(record.topic) > MAX_TOPIC_LENGTH or len(topic) > MAX_TOPIC_LENGTH or not topic:
-        return PutMessageStatus.MESSAGE_ILLEGAL
+        return PutMessageStatus.MESSAGE_ILLEGAL, None
     props = _properties_bytes(record)
     if props is None:
-        return PutMessageStatus.MESSAGE_ILLEGAL
+        return PutMessageStatus.MESSAGE_ILLEGAL, None
     if len(props) > msg.MAX_PROPERTIES_LENGTH:
         if len(props.decode("utf-8", "surrogateescape")) > msg.MAX_PROPERTIES_LENGTH:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+            return PutMessageStatus.MESSAGE_ILLEGAL, None
+        return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
     body_length = len(record.body)
     if body_length > max_message_size:
-        return PutMessageStatus.MESSAGE_ILLEGAL
+        return PutMessageStatus.MESSAGE_ILLEGAL, None
     length = msg.record_length(record.sys_flag, body_length, len(topic), len(props))
     if length > max_message_size + _ENCODER_HEADROOM:
-        return PutMessageStatus.MESSAGE_ILLEGAL
+        return PutMessageStatus.MESSAGE_ILLEGAL, None
     record.magic_code = msg.MESSAGE_MAGIC_CODE
     record.store_size = length
-    return PutMessageStatus.PUT_OK
+    return PutMessageStatus.PUT_OK, props
 
 
 def check_batch(records, max_message_size):
     """The put status of a batch before it is written (``checkMessages``, ``asyncPutMessages``):
     empty, mixed queues, a transaction flag or a delay level are MESSAGE_ILLEGAL, so is a
     batch body (client encoding, reference §3.6) over ``maxMessageSize``; then each message
-    as in :func:`check_message`."""
+    as in :func:`check_message`. With it the list of the properties strings (None unless
+    PUT_OK)."""
     if not records:
-        return PutMessageStatus.MESSAGE_ILLEGAL
+        return PutMessageStatus.MESSAGE_ILLEGAL, None
     first = records[0]
     batch_body = 0
+    properties = []
     for record in records:
         if (record.topic != first.topic or record.queue_id != first.queue_id
                 or msg.transaction_type(record.sys_flag) != msg.TRANSACTION_NOT_TYPE
                 or delay_level(record) > 0):
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        status = check_message(record, max_message_size)
+            return PutMessageStatus.MESSAGE_ILLEGAL, None
+        status, props = check_message(record, max_message_size)
         if status is not PutMessageStatus.PUT_OK:
-            return status
-        properties_length = record.store_size - msg.record_length(
-            record.sys_flag, len(record.body), len(_topic_bytes(record.topic)), 0)
-        batch_body += 22 + len(record.body) + properties_length
+            return status, None
+        properties.append(props)
+        batch_body += 22 + len(record.body) + len(props)
     if batch_body > max_message_size:
-        return PutMessageStatus.MESSAGE_ILLEGAL
-    return PutMessageStatus.PUT_OK
+        return PutMessageStatus.MESSAGE_ILLEGAL, None
+    return PutMessageStatus.PUT_OK, properties
 
 
 def delay_level(record):
@@ -145,9 +147,9 @@ class CommitLog:
     def _next_queue_offset(self, record):
         return self.topic_queue_table.get((record.topic, record.queue_id), 0)
 
-    def append(self, record, store_timestamp):
-        """Append one record that passed :func:`check_message`; fills in its offsets, store
-        timestamp and body CRC."""
+    def append(self, record, store_timestamp, properties):
+        """Append one record that passed :func:`check_message` (``properties``: the string
+        it encoded); fills in its offsets, store timestamp and body CRC."""
         record.store_timestamp = store_timestamp
         record.body_crc = masked_crc32(record.body)
         is_consumable = consumable(record.sys_flag)
@@ -160,7 +162,7 @@ class CommitLog:
         offset = mapped.file_from_offset + mapped.wrote_position
         record.commit_log_offset = offset
         record.queue_offset = queue_offset
-        mapped.append(msg.encode_record(record))
+        mapped.append(msg.encode_record(record, properties))
         mapped.store_timestamp = store_timestamp
         if is_consumable:
             self.topic_queue_table[key] = queue_offset + 1
@@ -168,9 +170,9 @@ class CommitLog:
             AppendMessageStatus.PUT_OK, offset, length,
             msg.create_message_id(record.store_host, offset), store_timestamp, queue_offset)
 
-    def append_batch(self, records, store_timestamp):
-        """Append records of one queue that passed :func:`check_batch` contiguously (one
-        segment, consecutive queue offsets)."""
+    def append_batch(self, records, store_timestamp, properties):
+        """Append records of one queue that passed :func:`check_batch` (``properties``: the
+        strings it encoded) contiguously (one segment, consecutive queue offsets)."""
         key = (records[0].topic, records[0].queue_id)
         for record in records:
             record.store_timestamp = store_timestamp
@@ -182,10 +184,10 @@ class CommitLog:
         begin_offset = offset = mapped.file_from_offset + mapped.wrote_position
         begin_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
         parts, ids = [], []
-        for record in records:
+        for record, props in zip(records, properties):
             record.commit_log_offset = offset
             record.queue_offset = queue_offset
-            parts.append(msg.encode_record(record))
+            parts.append(msg.encode_record(record, props))
             ids.append(msg.create_message_id(record.store_host, offset))
             offset += record.store_size
             queue_offset += 1

@@ -415,10 +415,10 @@ class DefaultMessageStore:
         if status is PutMessageStatus.PUT_OK:
             to_schedule_topic(record, self.max_delay_level)
             self._fix_host_flags(record)
-            status = check_message(record, self.config["maxMessageSize"])
+            status, properties = check_message(record, self.config["maxMessageSize"])
         if status is not PutMessageStatus.PUT_OK:
             return self._refused(status)
-        return self._append([record], lambda now: self.commit_log.append(record, now),
+        return self._append([record], lambda now: self.commit_log.append(record, now, properties),
                             wait_store_msg_ok)
 
     def put_messages(self, records, wait_store_msg_ok=True):
@@ -427,11 +427,12 @@ class DefaultMessageStore:
         if status is PutMessageStatus.PUT_OK:
             for record in records:
                 self._fix_host_flags(record)
-            status = check_batch(records, self.config["maxMessageSize"])
+            status, properties = check_batch(records, self.config["maxMessageSize"])
         if status is not PutMessageStatus.PUT_OK:
             return self._refused(status)
-        return self._append(records, lambda now: self.commit_log.append_batch(records, now),
-                            wait_store_msg_ok)
+        return self._append(
+            records, lambda now: self.commit_log.append_batch(records, now, properties),
+            wait_store_msg_ok)
 
     def _append(self, records, append, wait):
         """Run ``append(now)`` (a commit-log append of ``records``), dispatch what it wrote

@@ -237,6 +237,20 @@ def test_message_id_round_trip(host, offset):
     assert _same_ip(ip, host[0]) and (port, back) == (host[1], offset)
 
 
+@settings(max_examples=200, deadline=None)
+@given(_host_st, _i64)
+def test_message_id_fast_path_equals_packed_bytes(host, offset):
+    packed = m._pack_ip(host[0]) + struct.pack(">iq", host[1], offset)
+    assert m.create_message_id(host, offset) == packed.hex().upper()
+
+
+def test_encode_record_takes_the_encoded_properties():
+    record = m.MessageRecord("T", b"body", {"UNIQ_KEY": "K", "TAGS": "é"})
+    encoded = m.properties_to_string(record.properties).encode("utf-8")
+    assert m.encode_record(record, encoded) == m.encode_record(record) == \
+        m.build_record_declared(record)
+
+
 def _outcome(fn, data):
     """The decoded value, or ``CodecError`` for any of its subclasses (anything else propagates)."""
     try:

@@ -148,26 +148,32 @@ def test_offset_by_time_picks_exact_or_nearer_neighbour():
 
 def test_put_checks():
     limit = CONFIG["maxMessageSize"]
-    assert check_message(record(), limit) is S.PUT_OK
-    assert check_message(record(topic="t" * 128), limit) is S.MESSAGE_ILLEGAL
-    assert check_message(record(topic="é" * 64), limit) is S.MESSAGE_ILLEGAL  # 128 bytes
-    assert check_message(record(body=bytes(limit + 1)), limit) is S.MESSAGE_ILLEGAL
-    assert check_message(record(body=bytes(limit)), limit) is S.PUT_OK
-    assert check_message(record(P="é" * 20000), limit) is S.PROPERTIES_SIZE_EXCEEDED
-    assert check_message(record(P="x" * 40000), limit) is S.MESSAGE_ILLEGAL
+    assert check_message(record(), limit)[0] is S.PUT_OK
+    assert check_message(record(topic="t" * 128), limit)[0] is S.MESSAGE_ILLEGAL
+    assert check_message(record(topic="é" * 64), limit)[0] is S.MESSAGE_ILLEGAL  # 128 bytes
+    assert check_message(record(body=bytes(limit + 1)), limit)[0] is S.MESSAGE_ILLEGAL
+    assert check_message(record(body=bytes(limit)), limit)[0] is S.PUT_OK
+    assert check_message(record(P="é" * 20000), limit)[0] is S.PROPERTIES_SIZE_EXCEEDED
+    assert check_message(record(P="x" * 40000), limit)[0] is S.MESSAGE_ILLEGAL
+    # the properties string the append then writes, encoded once
+    checked = record(P="é")
+    assert check_message(checked, limit)[1] == msg.properties_to_string(
+        checked.properties).encode("utf-8")
+    assert check_batch([checked, record()], limit)[1] == [
+        msg.properties_to_string(r.properties).encode("utf-8") for r in (checked, record())]
 
 
 def test_batch_checks():
     limit = CONFIG["maxMessageSize"]
-    assert check_batch([record(), record()], limit) is S.PUT_OK
-    assert check_batch([], limit) is S.MESSAGE_ILLEGAL
-    assert check_batch([record(), record(queue_id=1)], limit) is S.MESSAGE_ILLEGAL
-    assert check_batch([record(), record(DELAY="2")], limit) is S.MESSAGE_ILLEGAL
+    assert check_batch([record(), record()], limit)[0] is S.PUT_OK
+    assert check_batch([], limit)[0] is S.MESSAGE_ILLEGAL
+    assert check_batch([record(), record(queue_id=1)], limit)[0] is S.MESSAGE_ILLEGAL
+    assert check_batch([record(), record(DELAY="2")], limit)[0] is S.MESSAGE_ILLEGAL
     tx = record()
     tx.sys_flag |= msg.TRANSACTION_PREPARED_TYPE
-    assert check_batch([tx], limit) is S.MESSAGE_ILLEGAL
+    assert check_batch([tx], limit)[0] is S.MESSAGE_ILLEGAL
     assert check_batch([record(body=bytes(limit // 2)), record(body=bytes(limit // 2))],
-                       limit) is S.MESSAGE_ILLEGAL
+                       limit)[0] is S.MESSAGE_ILLEGAL
 
 
 # ---------------------------------------------------------------- delay levels
