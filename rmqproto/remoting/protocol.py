@@ -69,6 +69,10 @@ class RemotingProtocol(Protocol):
 
     def connectionMade(self):
         self._open = True
+        # TCP_NODELAY, as Java's NettyRemotingServer and NettyRemotingClient set it
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
         self.peer = format_address(self.transport.getPeer())
         self.context = RequestContext(self, self.peer)
         if self.factory is not None:

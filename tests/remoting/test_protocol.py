@@ -258,3 +258,22 @@ def test_requests_before_a_bad_length_prefix_in_the_same_read_are_answered():
     answer = decode_frame(transport.value()[4:])
     assert (answer.opaque, answer.code) == (5, 0)
     assert transport.disconnecting
+
+
+def test_connections_turn_nagle_off_as_java_does():
+    """``NettyRemotingServer`` and ``NettyRemotingClient`` set TCP_NODELAY on every channel."""
+    from rmqproto.remoting import RequestDispatcher
+    from rmqproto.remoting.protocol import RemotingProtocol
+    from twisted.internet.task import Clock
+    from twisted.internet.testing import StringTransport
+
+    class TCPTransport(StringTransport):
+        no_delay = False
+
+        def setTcpNoDelay(self, enabled):
+            self.no_delay = enabled
+
+    transport = TCPTransport()
+    RemotingProtocol(RequestDispatcher(), Clock()).makeConnection(transport)
+    assert transport.no_delay is True
+    RemotingProtocol(RequestDispatcher(), Clock()).makeConnection(StringTransport())  # no TCP: fine
