@@ -147,9 +147,10 @@ class SendMessageProcessor:
         return request.response(int(code), remark=remark, ext_fields=ext)
 
     def _stored_answer(self, request, code, msg_id, queue_id, queue_offset):
-        """The answer of a stored send (``code`` SUCCESS or a flush / slave status): what :meth:`_answer` builds from a
-        ``SendMessageResponseHeader``, from a per-broker template of its ``extFields``
-        (their order depends only on the key set; ``transactionId`` stays null)."""
+        """The answer of a stored send (``code`` SUCCESS or a flush / slave status): what
+        :meth:`_answer` builds from a ``SendMessageResponseHeader``, from a per-broker
+        template of its ``extFields`` (their order depends only on the key set;
+        ``transactionId`` stays null)."""
         key = (request.serialize_type, self.config["regionId"], self.config["traceOn"])
         template = self._answer_templates.get(key)
         if template is None:
