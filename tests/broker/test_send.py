@@ -9,7 +9,9 @@ from rmqproto.broker.controller import BrokerController
 from rmqproto.broker.processors.send import wait_store_msg_ok
 from rmqproto.codec import headers as h
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
-from rmqproto.codec.frame import FLAG_ONEWAY, RemotingCommand, decode_frame
+from rmqproto.codec.frame import (
+    FLAG_ONEWAY, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, RemotingCommand, decode_frame,
+)
 from rmqproto.codec.message import (
     Message, create_message_id, encode_batch, properties_to_string,
 )
@@ -40,6 +42,21 @@ def send(controller, header=None, body=b"hello", code=RC.SEND_MESSAGE_V2, **kw):
 @pytest.fixture
 def broker(tmp_path):
     return make_controller(tmp_path)
+
+
+@pytest.mark.parametrize("serialize_type", [SERIALIZE_JSON, SERIALIZE_ROCKETMQ])
+def test_answer_fields_are_the_response_header_in_java_order(broker, serialize_type):
+    """The per-broker template gives what SendMessageResponseHeader.to_ext_fields gives."""
+    request = RemotingCommand(int(RC.SEND_MESSAGE_V2), opaque=7, body=b"x",
+                              ext_fields=send_header(queue_id=2).to_ext_fields(serialize_type),
+                              serialize_type=serialize_type)
+    for offset in range(2):
+        answer = decode_frame(broker.dispatcher.dispatch(
+            request, RequestContext(None, "192.168.1.7:40000"))[4:])
+        expected = h.SendMessageResponseHeader(
+            msg_id=answer.ext_fields["msgId"], queue_id=2, queue_offset=offset).to_ext_fields(
+                serialize_type, extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
+        assert list(answer.ext_fields.items()) == list(expected.items())
 
 
 @pytest.mark.parametrize("code", [RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2])
