@@ -30,10 +30,8 @@ run again (``--reruns``) and the best undisturbed run counts.
 """
 
 import argparse
-import io
 import json
 import os
-import pstats
 import shutil
 import sys
 import tempfile
@@ -49,7 +47,7 @@ import hapath  # noqa: E402
 import limits  # noqa: E402
 from broker_bench import (  # noqa: E402
     BROKER_SETTINGS, QUEUES, WORKLOADS, Brokers, Loaders, _brief, best_runs, errors,
-    process_cpu_seconds, run_workloads, start_twistd, table as send_table)
+    print_profile, process_cpu_seconds, run_workloads, start_twistd, table as send_table)
 from harness import (  # noqa: E402
     _busy_seconds, _own_seconds, exit_on_sigterm, format_table, log, machine, ratio)
 from loadclient import SendRequests  # noqa: E402
@@ -137,7 +135,9 @@ class Slaves:
 
 
 def runtime_info(client):
-    """GET_BROKER_RUNTIME_INFO as a dict; empty while the broker cannot answer it yet."""
+    """GET_BROKER_RUNTIME_INFO as a dict; empty while the broker cannot answer it yet (a
+    Java 4.9.7 broker answers SYSTEM_ERROR, NoSuchElementException, for about a second after
+    it started: its store statistics have no sample yet)."""
     answer = client.call(RequestCode.GET_BROKER_RUNTIME_INFO)
     if answer.code != ResponseCode.SUCCESS or not answer.body:
         return {}
@@ -173,7 +173,11 @@ def fill(brokers, topics, megabytes):
         client = SyncClient(address, timeout=30)
         try:
             while True:
-                size = int(runtime_info(client)["commitLogMaxOffset"])
+                info = runtime_info(client)
+                if not info:
+                    time.sleep(0.2)
+                    continue
+                size = int(info["commitLogMaxOffset"])
                 if size >= megabytes * MB:
                     break
                 for _ in range(64):
@@ -376,12 +380,6 @@ def report(results, info, pinned, markdown):
     return "\n".join(parts)
 
 
-def print_profile(stats, limit=25):
-    stats.stream = io.StringIO()
-    stats.sort_stats("tottime").print_stats(limit)
-    print(stats.stream.getvalue())
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -417,8 +415,7 @@ def main(argv=None):
                              "tcp_1m": limits.loopback_mb_s(total, MB, pinned),
                              "file": limits.file_write_mb_s(workdir, total)}
         log("our replication path in one process")
-        path = hapath.measure(settings["path_megabytes"], BODY_SIZE, args.profile)
-        results["limits"]["path"] = {k: v for k, v in path.items() if k != "profiles"}
+        results["limits"]["path"] = hapath.measure(settings["path_megabytes"], BODY_SIZE)
         slave_profile = workdir / "slave.prof" if args.profile else None
         results["catch_up"] = catch_up_runs(workdir / "catch-up", pinned, megabytes, args.repeat,
                                             reruns, slave_profile)
@@ -436,10 +433,10 @@ def main(argv=None):
                                                  megabytes=megabytes, results=raw), indent=2)
                                  + "\n")
         if args.profile:
-            print(hapath.report(path))
+            print(hapath.report(hapath.measure(settings["path_megabytes"], BODY_SIZE, True)))
             if slave_profile.exists():
                 print("our slave process during an extra ours ← ours catch-up:")
-                print_profile(pstats.Stats(str(slave_profile)))
+                print_profile(slave_profile)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         log("took %.0f s" % (time.monotonic() - started))
