@@ -211,10 +211,10 @@ def top_functions(stats, limit=20):
 
 
 def report(figures):
-    lines = ["%.0f MB replicated in process: master sends %.0f MB/s, slave appends and "
+    lines = ["%.0f MB replicated in process%s: master sends %.0f MB/s, slave appends and "
              "dispatches %.0f MB/s (CPU time, one core each); other load %.2f cores"
-             % (figures["megabytes"], figures["master_mb_s"], figures["slave_mb_s"],
-                figures["other_cores"])]
+             % (figures["megabytes"], " under cProfile" if figures["profiled"] else "",
+                figures["master_mb_s"], figures["slave_mb_s"], figures["other_cores"])]
     for side, stages in (("slave", SLAVE_STAGES), ("master", MASTER_STAGES)):
         stats = figures.get("profiles", {}).get(side)
         if stats is not None:
