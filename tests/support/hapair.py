@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+from pathlib import Path
 
 from rmqproto.codec.bodies.route import KVTable
 from rmqproto.codec.codes import RequestCode as RC
@@ -203,10 +204,24 @@ class HAPair:
         return storm
 
     def freeze_slave(self):
-        os.kill(self.slave.popen.pid, signal.SIGSTOP)
+        """SIGSTOP the slave and wait until every one of its threads has stopped (on a loaded
+        machine a thread may run on for a moment after the signal is sent)."""
+        pid = self.slave.popen.pid
+        os.kill(pid, signal.SIGSTOP)
+        wait_until(lambda: all(_thread_state(stat) in "Tt"
+                               for stat in Path("/proc/%d/task" % pid).glob("*/stat")),
+                   timeout=10)
 
     def thaw_slave(self):
         os.kill(self.slave.popen.pid, signal.SIGCONT)
+
+
+def _thread_state(stat_path):
+    """The state letter of a ``/proc/<pid>/task/<tid>/stat`` file ("T" when stopped)."""
+    try:
+        return stat_path.read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "T"  # the thread is gone
 
 
 class GatedProducer:
