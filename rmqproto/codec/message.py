@@ -456,15 +456,12 @@ def encode_record(record, properties=None):
     return b"".join((head, body, topic_head, topic, _I16.pack(len(props)), props))
 
 
-def decode_record(buffer, offset=0, check_crc=False):
-    """Decode the record at ``offset`` of ``buffer`` (``bytes``, ``bytearray``, ``memoryview``, ``mmap``).
-
-    Checks what the broker's recovery checks (``checkMessageAndReturnSize``): the magic
-    code, that TOTALSIZE equals the length recomputed from the fields, and with
-    ``check_crc`` the body CRC. Negative lengths are rejected outright. Raises
-    :class:`BadMagicError` for anything that is not a record (an end-of-file blank
-    included), :class:`TruncatedError` when the record runs past the buffer.
-    """
+def _record_layout(buffer, offset):
+    """Check the lengths of the record at ``offset`` the way the broker's recovery does
+    (``checkMessageAndReturnSize``): the magic code, that TOTALSIZE equals the length
+    recomputed from the fields; negative lengths are rejected outright. Returns
+    ``(magic, sys_flag, body position, body length, topic position, topic length,
+    properties position, end)``; raises as :func:`decode_record` says."""
     available = len(buffer) - offset
     if available < 8:
         raise TruncatedError("%d bytes cannot hold a record header" % max(available, 0))
@@ -477,16 +474,13 @@ def decode_record(buffer, offset=0, check_crc=False):
         raise TruncatedError("record of %d bytes but only %d available" % (total, available))
     end = offset + total
     (sys_flag,) = _SYS_FLAG.unpack_from(buffer, offset + _SYS_FLAG_POSITION)
-    fixed = _FIXED[sys_flag & _HOST_FLAGS]
-    pos = offset + fixed.size
+    pos = offset + _FIXED[sys_flag & _HOST_FLAGS].size
     if pos > end:
         raise CodecError("TOTALSIZE %d too small for the fixed fields" % total)
-    (_, _, body_crc, queue_id, flag, queue_offset, commit_log_offset, _, born_timestamp,
-     born_ip, born_port, store_timestamp, store_ip, store_port, reconsume_times,
-     prepared_transaction_offset, body_length) = fixed.unpack_from(buffer, offset)
+    (body_length,) = _SYS_FLAG.unpack_from(buffer, pos - 4)
     if body_length < 0 or pos + body_length > end:
         raise CodecError("body length %d does not fit the record" % body_length)
-    body = bytes(buffer[pos:pos + body_length])
+    body_pos = pos
     pos += body_length
     if magic == MESSAGE_MAGIC_CODE:
         if pos + 1 > end:
@@ -504,21 +498,79 @@ def decode_record(buffer, offset=0, check_crc=False):
         pos += 2
     if pos + topic_length + 2 > end:
         raise CodecError("topic length %d does not fit the record" % topic_length)
-    topic = _topic_text(bytes(buffer[pos:pos + topic_length]))
-    pos += topic_length
-    (properties_length,) = _I16.unpack_from(buffer, pos)
-    pos += 2
-    if properties_length < 0 or pos + properties_length != end:
+    (properties_length,) = _I16.unpack_from(buffer, pos + topic_length)
+    if properties_length < 0 or pos + topic_length + 2 + properties_length != end:
         raise CodecError("TOTALSIZE %d does not match the fields (properties length %d)"
                          % (total, properties_length))
-    properties = string_to_properties(_text(buffer[pos:end])) if properties_length else {}
-    if check_crc and masked_crc32(body) != body_crc:
+    return magic, sys_flag, body_pos, body_length, pos, topic_length, pos + topic_length + 2, end
+
+
+def _check_body_crc(body, body_crc):
+    if masked_crc32(body) != body_crc:
         raise ChecksumError("body CRC %d does not match %d" % (body_crc, masked_crc32(body)))
+
+
+def _properties_at(buffer, pos, end):
+    return string_to_properties(str(buffer[pos:end], "utf-8", "surrogateescape")) \
+        if pos < end else {}
+
+
+def decode_record(buffer, offset=0, check_crc=False):
+    """Decode the record at ``offset`` of ``buffer`` (``bytes``, ``bytearray``, ``memoryview``, ``mmap``).
+
+    Checks what the broker's recovery checks (``checkMessageAndReturnSize``): the magic
+    code, that TOTALSIZE equals the length recomputed from the fields, and with
+    ``check_crc`` the body CRC. Negative lengths are rejected outright. Raises
+    :class:`BadMagicError` for anything that is not a record (an end-of-file blank
+    included), :class:`TruncatedError` when the record runs past the buffer.
+    """
+    magic, sys_flag, pos, body_length, topic_pos, topic_length, properties_pos, end = \
+        _record_layout(buffer, offset)
+    (total, _, body_crc, queue_id, flag, queue_offset, commit_log_offset, _, born_timestamp,
+     born_ip, born_port, store_timestamp, store_ip, store_port, reconsume_times,
+     prepared_transaction_offset, _) = _FIXED[sys_flag & _HOST_FLAGS].unpack_from(buffer, offset)
+    body = bytes(buffer[pos:pos + body_length])
+    if check_crc:
+        _check_body_crc(body, body_crc)
     return MessageRecord(
-        topic, body, properties, queue_id, flag, queue_offset, commit_log_offset, sys_flag,
-        born_timestamp, (_unpack_ip(born_ip), born_port), store_timestamp,
-        (_unpack_ip(store_ip), store_port), reconsume_times, prepared_transaction_offset,
-        body_crc, magic, total)
+        _topic_text(bytes(buffer[topic_pos:topic_pos + topic_length])), body,
+        _properties_at(buffer, properties_pos, end), queue_id, flag, queue_offset,
+        commit_log_offset, sys_flag, born_timestamp, (_unpack_ip(born_ip), born_port),
+        store_timestamp, (_unpack_ip(store_ip), store_port), reconsume_times,
+        prepared_transaction_offset, body_crc, magic, total)
+
+
+def _dispatch_struct(born_ip, store_ip):
+    # BODYCRC, QUEUEID, QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, STORETIMESTAMP,
+    # PREPARED TRANSACTION OFFSET; the other fixed fields are skipped.
+    return struct.Struct(">8xii4xqqi8x%dx4xq%dx4x4xq" % (born_ip, store_ip))
+
+
+_DISPATCH = {flags: _dispatch_struct(4 + 12 * bool(flags & BORNHOST_V6_FLAG),
+                                     4 + 12 * bool(flags & STOREHOSTADDRESS_V6_FLAG))
+             for flags in _FIXED}
+
+#: What :func:`decode_dispatch_fields` returns, in this order.
+DISPATCH_FIELDS = ("topic", "queue_id", "queue_offset", "commit_log_offset", "sys_flag",
+                   "store_timestamp", "prepared_transaction_offset", "properties", "store_size")
+
+
+def decode_dispatch_fields(buffer, offset=0, check_crc=False):
+    """The fields the dispatcher needs of the record at ``offset`` (``checkMessageAndReturnSize``
+    without reading the body), as a tuple in the order of :data:`DISPATCH_FIELDS`.
+
+    The same checks and errors as :func:`decode_record`; the body is read only for
+    ``check_crc``; the hosts, born time, flag and reconsume times are skipped.
+    """
+    _, sys_flag, pos, body_length, topic_pos, topic_length, properties_pos, end = \
+        _record_layout(buffer, offset)
+    body_crc, queue_id, queue_offset, commit_log_offset, _, store_timestamp, prepared = \
+        _DISPATCH[sys_flag & _HOST_FLAGS].unpack_from(buffer, offset)
+    if check_crc:
+        _check_body_crc(buffer[pos:pos + body_length], body_crc)
+    return (_topic_text(bytes(buffer[topic_pos:topic_pos + topic_length])), queue_id,
+            queue_offset, commit_log_offset, sys_flag, store_timestamp, prepared,
+            _properties_at(buffer, properties_pos, end), end - offset)
 
 
 def uncompressed_body(record):
@@ -549,7 +601,9 @@ def needs_blank(record_length_, remaining):
 class RecordScan:
     """Walks the records of a commit-log segment the way the broker's recovery does.
 
-    Iterating yields :class:`MessageRecord` objects. When iteration ends, ``stop``
+    Iterating yields what ``decode(buffer, offset, check_crc)`` makes of each record
+    (:func:`decode_record`: :class:`MessageRecord` objects, the default;
+    :func:`decode_dispatch_fields`: tuples). When iteration ends, ``stop``
     says why and ``position`` is the offset just after the last good record (the
     point recovery truncates to):
 
@@ -559,8 +613,9 @@ class RecordScan:
     * ``"corrupt"`` — anything else; ``error`` holds the :class:`CodecError`.
     """
 
-    def __init__(self, buffer, start=0, check_crc=False):
+    def __init__(self, buffer, start=0, check_crc=False, decode=decode_record):
         self.buffer = buffer
+        self.decode = decode
         self.position = start
         self.check_crc = check_crc
         self.stop = None
@@ -569,6 +624,8 @@ class RecordScan:
 
     def __iter__(self):
         buffer = self.buffer
+        decode = self.decode
+        check_crc = self.check_crc
         size = len(buffer)
         while True:
             pos = self.position
@@ -587,13 +644,13 @@ class RecordScan:
                 self._finish("empty")
                 return
             try:
-                record = decode_record(buffer, pos, self.check_crc)
+                record = decode(buffer, pos, check_crc)
             except CodecError as exc:
                 # without its traceback: frames holding ``buffer`` (an mmap view) would keep
                 # the segment from closing until the garbage collector runs
                 self._finish("corrupt", exc.with_traceback(None))
                 return
-            self.position = pos + record.store_size
+            self.position = pos + total  # the decoder checked TOTALSIZE
             yield record
 
     def _finish(self, stop, error=None):
@@ -602,8 +659,13 @@ class RecordScan:
 
 
 def iter_records(buffer, start=0, check_crc=False):
-    """A :class:`RecordScan` over ``buffer`` from ``start`` (see there)."""
+    """A :class:`RecordScan` of :class:`MessageRecord` objects over ``buffer`` from ``start``."""
     return RecordScan(buffer, start, check_crc)
+
+
+def iter_dispatch_fields(buffer, start=0, check_crc=False):
+    """A :class:`RecordScan` of :func:`decode_dispatch_fields` tuples over ``buffer`` from ``start``."""
+    return RecordScan(buffer, start, check_crc, decode_dispatch_fields)
 
 
 # ---------------------------------------------------------------- client batch (§3.6)
@@ -701,3 +763,65 @@ def build_batch_declared(messages):
     return build_or_raise(BATCH, dict(messages=[
         dict(magic_code=0, body_crc=0, flag=m.flag, body=m.body,
              properties=_properties_bytes(m.properties)) for m in messages]))
+
+
+# ---------------------------------------------------------------- a batch as the commit log stores it
+
+def encode_stored_batch(records, properties, store_timestamp, commit_log_offset, queue_offset):
+    """The records of one batch written back to back from ``commit_log_offset`` with queue
+    offsets from ``queue_offset`` (``encodeBatch``, reference §3.2, §3.6): each record gets
+    its store timestamp, body CRC and both offsets, and is encoded as :func:`encode_record`
+    would encode it (``properties``: each record's properties string as UTF-8). What the
+    records share with the first (topic, queue, sys flag, born and store hosts, born
+    timestamp, reconsume times, magic code) is packed once; a record that differs is
+    encoded on its own. Returns the bytes and the offset message ids."""
+    first = records[0]
+    topic, queue_id, sys_flag, magic = first.topic, first.queue_id, first.sys_flag, first.magic_code
+    born_host, store_host = first.born_host, first.store_host
+    born_timestamp, reconsume_times = first.born_timestamp, first.reconsume_times
+    prepared = first.prepared_transaction_offset
+    topic_bytes = _topic_utf8(topic)
+    if magic != MESSAGE_MAGIC_CODE or len(topic_bytes) > MAX_TOPIC_LENGTH_V1:
+        shared = None  # the V2 layout (or a bad record): every record on its own
+    else:
+        shared = (topic, queue_id, sys_flag, magic, born_host, store_host, born_timestamp,
+                  reconsume_times, prepared)
+        topic_part = bytes((len(topic_bytes),)) + topic_bytes
+        overhead = record_length(sys_flag, 0, len(topic_bytes), 0)
+        pack = _FIXED[sys_flag & _HOST_FLAGS].pack
+        born_ip, store_ip = _pack_ip(born_host[0]), _pack_ip(store_host[0])
+        born_port, store_port = born_host[1], store_host[1]
+    id_prefix = _message_id_prefix(store_host)
+    i16 = _I16.pack
+    crc32 = zlib.crc32
+    parts, ids = [], []
+    offset = commit_log_offset
+    for record, props in zip(records, properties):
+        body = record.body
+        record.store_timestamp = store_timestamp
+        record.body_crc = crc = crc32(body) & 0x7FFFFFFF
+        record.commit_log_offset = offset
+        record.queue_offset = queue_offset
+        if shared is not None and (
+                record.topic, record.queue_id, record.sys_flag, record.magic_code,
+                record.born_host, record.store_host, record.born_timestamp,
+                record.reconsume_times, record.prepared_transaction_offset) == shared:
+            size = overhead + len(body) + len(props)
+            try:
+                parts += (pack(size, magic, crc, queue_id, record.flag, queue_offset, offset,
+                               sys_flag, born_timestamp, born_ip, born_port, store_timestamp,
+                               store_ip, store_port, reconsume_times, prepared, len(body)),
+                          body, topic_part, i16(len(props)), props)
+            except struct.error as exc:
+                raise CodecError("record field out of range: %s" % exc) from None
+        else:
+            data = encode_record(record, props)
+            size = len(data)
+            parts.append(data)
+        if record.store_host == store_host and 0 <= offset <= _MAX_LONG:
+            ids.append(id_prefix + "%016X" % offset)
+        else:
+            ids.append(create_message_id(record.store_host, offset))
+        offset += size
+        queue_offset += 1
+    return b"".join(parts), ids

@@ -24,7 +24,7 @@ from rmqproto.store.commitlog import CommitLog, check_batch, check_message, cons
 from rmqproto.store.config import STORE_SETTINGS, store_paths
 from rmqproto.store.consumequeue import ConsumeQueue
 from rmqproto.store.dispatch import (SCHEDULE_TOPIC, ReputService, delay_level_to_queue_id,
-                                     dispatch_request, parse_delay_levels)
+                                     parse_delay_levels, request_of_fields)
 from rmqproto.store.flush import CommitLogFlusher, ConsumeQueueFlusher, blocking_runner
 from rmqproto.store.indexservice import IndexService
 from rmqproto.store.interfaces import IMessageStore
@@ -247,8 +247,8 @@ class DefaultMessageStore:
                 start = recovery.abnormal_start_index(
                     [recovery.first_record_timestamp(f.mm) for f in files], min_ts)
 
-                def on_record(record):
-                    self._dispatch(dispatch_request(record, self.delay_table))
+                def on_record(fields):
+                    self._dispatch(request_of_fields(fields, self.delay_table))
             end = recovery.walk_commit_log(segments, start, check_crc, on_record)
             del segments
             log.info("{how} recovery of the commit log from file {index} of {count}: valid "

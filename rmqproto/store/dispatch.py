@@ -13,7 +13,7 @@ from typing import NamedTuple
 from rmqproto.codec import message as msg
 
 __all__ = ["SCHEDULE_TOPIC", "DispatchRequest", "parse_delay_levels", "delay_level_to_queue_id",
-           "dispatch_request", "ReputService"]
+           "dispatch_request", "request_of_fields", "ReputService"]
 
 #: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -58,9 +58,13 @@ class DispatchRequest(NamedTuple):
 def tags_code_of(record, delay_table):
     """The consume-queue tags code: the ``TAGS`` hash, and for ``SCHEDULE_TOPIC_XXXX`` with a
     ``DELAY`` level the delivery time (store time + the level's delay, level clamped)."""
-    code = msg.tags_code(record.properties.get(msg.PROPERTY_TAGS))
-    if record.topic == SCHEDULE_TOPIC:
-        text = record.properties.get(msg.PROPERTY_DELAY_TIME_LEVEL)
+    return _tags_code(record.topic, record.properties, record.store_timestamp, delay_table)
+
+
+def _tags_code(topic, properties, store_timestamp, delay_table):
+    code = msg.tags_code(properties.get(msg.PROPERTY_TAGS))
+    if topic == SCHEDULE_TOPIC:
+        text = properties.get(msg.PROPERTY_DELAY_TIME_LEVEL)
         if text is not None:
             try:
                 level = int(text)
@@ -68,18 +72,26 @@ def tags_code_of(record, delay_table):
                 return code
             level = min(level, max(delay_table, default=0))
             if level > 0:
-                return record.store_timestamp + delay_table[level]
+                return store_timestamp + delay_table[level]
     return code
 
 
 def dispatch_request(record, delay_table):
     """The :class:`DispatchRequest` of a decoded (or just written) record."""
-    props = record.properties
+    return request_of_fields((record.topic, record.queue_id, record.queue_offset,
+                              record.commit_log_offset, record.sys_flag, record.store_timestamp,
+                              record.prepared_transaction_offset, record.properties,
+                              record.store_size), delay_table)
+
+
+def request_of_fields(fields, delay_table):
+    """The :class:`DispatchRequest` of a :func:`~rmqproto.codec.message.decode_dispatch_fields`
+    tuple (what the reput scan reads of a record)."""
+    topic, queue_id, queue_offset, offset, sys_flag, store_timestamp, prepared, props, size = fields
     return DispatchRequest(
-        record.topic, record.queue_id, record.commit_log_offset, record.store_size,
-        tags_code_of(record, delay_table), record.store_timestamp, record.queue_offset,
-        props.get(msg.PROPERTY_KEYS, ""), props.get(msg.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-        record.sys_flag, record.prepared_transaction_offset, props)
+        topic, queue_id, offset, size, _tags_code(topic, props, store_timestamp, delay_table),
+        store_timestamp, queue_offset, props.get(msg.PROPERTY_KEYS, ""),
+        props.get(msg.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX), sys_flag, prepared, props)
 
 
 class ReputService:
@@ -121,9 +133,9 @@ class ReputService:
             if mapped is None:
                 break
             start = offset - mapped.file_from_offset
-            scan = msg.iter_records(memoryview(mapped.mm)[:mapped.wrote_position], start)
-            for record in scan:
-                self.dispatch(dispatch_request(record, self.delay_table))
+            scan = msg.iter_dispatch_fields(memoryview(mapped.mm)[:mapped.wrote_position], start)
+            for fields in scan:
+                self.dispatch(request_of_fields(fields, self.delay_table))
                 self.reput_from_offset = mapped.file_from_offset + scan.position
             if scan.stop == "blank":
                 self.reput_from_offset = log.roll_next_file(mapped.file_from_offset)

@@ -56,14 +56,15 @@ def walk_commit_log(segments, start_index, check_crc, on_record=None):
     """Walk ``segments`` (``[(file_from_offset, buffer)]``, in order) from ``start_index``;
     returns the offset after the last valid record (the truncation point).
 
-    ``on_record(record)`` sees each valid record (an abnormal recovery re-dispatches them).
+    ``on_record(fields)`` sees the :func:`~rmqproto.codec.message.decode_dispatch_fields`
+    tuple of each valid record (an abnormal recovery re-dispatches them).
     """
     if not segments:
         return 0
     index = start_index
     while True:
         start, buffer = segments[index]
-        scan = msg.iter_records(buffer, 0, check_crc)
+        scan = msg.iter_dispatch_fields(buffer, 0, check_crc)
         for record in scan:
             if on_record is not None:
                 on_record(record)

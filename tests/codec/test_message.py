@@ -215,6 +215,25 @@ def test_record_fast_path_equals_declaration(record):
     assert list(scan) == [fast] and scan.stop == "blank" and scan.position == len(data)
 
 
+def _dispatch_fields_of(record):
+    """What :func:`m.decode_dispatch_fields` must return, read from a fully decoded record."""
+    return tuple(getattr(record, name) for name in m.DISPATCH_FIELDS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_records, st.booleans())
+def test_dispatch_fields_agree_with_the_full_decoder(record, check_crc):
+    data = m.encode_record(record)
+    expected = _outcome(lambda d: _dispatch_fields_of(m.decode_record(d, 0, check_crc)), data)
+    assert _outcome(lambda d: m.decode_dispatch_fields(d, 0, check_crc), data) == expected
+    scan = m.iter_dispatch_fields(data + data + m.encode_blank(50) + bytes(42), 0, check_crc)
+    if expected is CodecError:  # a body CRC that does not match
+        assert list(scan) == [] and (scan.stop, scan.position) == ("corrupt", 0)
+    else:
+        assert list(scan) == [expected] * 2
+        assert (scan.stop, scan.position) == ("blank", 2 * len(data))
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.builds(m.Message, body=st.binary(max_size=100), properties=_props, flag=_i32),
                 max_size=4))
@@ -265,6 +284,8 @@ def test_fuzz_random_bytes(data):
     assert _outcome(m.decode_record, data) == _outcome(m.parse_record_declared, data)
     assert _outcome(m.decode_batch, data) == _outcome(m.parse_batch_declared, data)
     list(m.iter_records(data))
+    assert _outcome(m.decode_dispatch_fields, data) == (
+        _outcome(lambda d: _dispatch_fields_of(m.decode_record(d)), data))
     _outcome(lambda d: m.string_to_properties(d.decode("utf-8", "replace")), data)
     _outcome(lambda d: m.decode_message_id(d.decode("latin-1")), data)
 
@@ -280,8 +301,14 @@ def test_fuzz_mutated_records(record, flips, cut):
         fast = _outcome(m.decode_record, candidate)
         assert fast == _outcome(m.parse_record_declared, candidate)
         scan = m.iter_records(candidate, check_crc=True)
-        list(scan)
+        records = list(scan)
         assert scan.stop in ("blank", "empty", "corrupt")
+        quick = m.iter_dispatch_fields(candidate, check_crc=True)
+        assert list(quick) == [_dispatch_fields_of(r) for r in records]
+        assert (quick.stop, quick.position, repr(quick.error)) == (
+            scan.stop, scan.position, repr(scan.error))
+        assert _outcome(lambda d: m.decode_dispatch_fields(d, 0, True), candidate) == (
+            _outcome(lambda d: _dispatch_fields_of(m.decode_record(d, 0, True)), candidate))
 
 
 # ---------------------------------------------------------------- against Java

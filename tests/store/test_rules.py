@@ -60,7 +60,8 @@ def test_walk_follows_blanks_and_stops_at_a_torn_tail():
     seen = []
     end = recovery.walk_commit_log([(0, seg0), (size, seg1)], 0, True, seen.append)
     assert end == size + len(second)
-    assert [r.commit_log_offset for r in seen] == [0, size]
+    offset = msg.DISPATCH_FIELDS.index("commit_log_offset")
+    assert [fields[offset] for fields in seen] == [0, size]
 
 
 def test_walk_stops_at_a_bad_crc():
