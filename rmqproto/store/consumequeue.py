@@ -182,6 +182,34 @@ class ConsumeQueue:
         self.max_physic_offset = offset + size
         return mapped.append(_UNIT.pack(offset, size, tags_code))
 
+    def put_positions(self, units):
+        """:meth:`put_position` of each ``(offset, size, tags_code, cq_offset)`` of ``units`` in
+        order; a run of units that continues the written units exactly (logical offsets one
+        after another, commit-log ends growing, in the current file) is one append."""
+        i, count = 0, len(units)
+        while i < count:
+            offset, size, _, cq_offset = units[i]
+            mapped = self.queue.last_file
+            if (mapped is None or mapped.wrote_position == 0 or mapped.is_full
+                    or offset + size <= self.max_physic_offset
+                    or mapped.file_from_offset + mapped.wrote_position
+                    != cq_offset * CQ_STORE_UNIT_SIZE):
+                self.put_position(*units[i])
+                i += 1
+                continue
+            stop = min(count, i + mapped.remaining // CQ_STORE_UNIT_SIZE)
+            end_physic = offset + size
+            j = i + 1
+            while j < stop:
+                offset, size, _, next_cq_offset = units[j]
+                if next_cq_offset != cq_offset + j - i or offset + size <= end_physic:
+                    break
+                end_physic = offset + size
+                j += 1
+            mapped.append(b"".join([_UNIT.pack(o, s, t) for o, s, t, _ in units[i:j]]))
+            self.max_physic_offset = end_physic
+            i = j
+
     # -- reading
 
     def get_index_buffer(self, index):

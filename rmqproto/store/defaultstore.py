@@ -248,7 +248,7 @@ class DefaultMessageStore:
                     [recovery.first_record_timestamp(f.mm) for f in files], min_ts)
 
                 def on_record(fields):
-                    self._dispatch(request_of_fields(fields, self.delay_table))
+                    self._dispatch([request_of_fields(fields, self.delay_table)])
             end = recovery.walk_commit_log(segments, start, check_crc, on_record)
             del segments
             log.info("{how} recovery of the commit log from file {index} of {count}: valid "
@@ -355,23 +355,36 @@ class DefaultMessageStore:
             self.consume_queue_table.setdefault(topic, {})[queue_id] = cq
         return cq
 
-    def _dispatch(self, request):
-        """``doDispatch``: consume queue, index, arriving listeners."""
-        if consumable(request.sys_flag):
-            cq = self.find_consume_queue(request.topic, request.queue_id)
-            cq.put_position(request.commit_log_offset, request.msg_size, request.tags_code,
-                            request.consume_queue_offset)
-            if self.config["brokerRole"] == "SLAVE":
-                self.checkpoint.physic_msg_timestamp = request.store_timestamp
-            self.checkpoint.logics_msg_timestamp = request.store_timestamp
+    def _dispatch(self, requests):
+        """``doDispatch`` of each request, in order: the consume queues (a queue's units of the
+        batch in one append where they continue it), the index, the arriving listeners."""
+        runs = {}
+        store_timestamp = None
+        for request in requests:
+            if consumable(request.sys_flag):
+                key = (request.topic, request.queue_id)
+                units = runs.get(key)
+                if units is None:
+                    runs[key] = units = []
+                units.append((request.commit_log_offset, request.msg_size, request.tags_code,
+                              request.consume_queue_offset))
+                store_timestamp = request.store_timestamp
+        for (topic, queue_id), units in runs.items():
+            self.find_consume_queue(topic, queue_id).put_positions(units)
+        slave = self.config["brokerRole"] == "SLAVE"
+        if store_timestamp is not None:
+            if slave:
+                self.checkpoint.physic_msg_timestamp = store_timestamp
+            self.checkpoint.logics_msg_timestamp = store_timestamp
         if self.config["messageIndexEnable"]:
-            self.index_service.build_index(request)
+            self.index_service.build_indexes(requests)
             for full in self.index_service.take_full_files():
                 self._flush_full_index_file(full)
-        if self.config["brokerRole"] != "SLAVE":
-            for listener in self.message_arriving_listeners:
-                listener(request.topic, request.queue_id, request.consume_queue_offset + 1,
-                         request.tags_code, request.store_timestamp, request.properties)
+        if not slave and self.message_arriving_listeners:
+            for request in requests:
+                for listener in self.message_arriving_listeners:
+                    listener(request.topic, request.queue_id, request.consume_queue_offset + 1,
+                             request.tags_code, request.store_timestamp, request.properties)
 
     def _flush_full_index_file(self, full):
         """Fsync a full index file in a thread (its descriptor stays open until then, even if
@@ -445,8 +458,7 @@ class DefaultMessageStore:
         if at_head:
             if result.wrote_offset != before:
                 self.reput.skip_blank(before)
-            for record in records:
-                self.reput.dispatch_record(record)
+            self.reput.dispatch_records(records)
         else:
             self.reput.do_reput()
         self.stats.put(len(records), result.wrote_bytes)

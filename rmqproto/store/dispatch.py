@@ -13,12 +13,14 @@ from typing import NamedTuple
 from rmqproto.codec import message as msg
 
 __all__ = ["SCHEDULE_TOPIC", "DispatchRequest", "parse_delay_levels", "delay_level_to_queue_id",
-           "dispatch_request", "request_of_fields", "ReputService"]
+           "dispatch_request", "request_of_fields", "ReputService", "DISPATCH_BATCH"]
 
 #: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _LEVEL = re.compile(r"^(\d+)([smhd])$")
+#: Most requests :class:`ReputService` hands the dispatcher at once.
+DISPATCH_BATCH = 1024
 
 
 def parse_delay_levels(text):
@@ -95,7 +97,8 @@ def request_of_fields(fields, delay_table):
 
 
 class ReputService:
-    """Feeds every commit-log record after ``reput_from_offset`` to ``dispatch(request)``.
+    """Feeds every commit-log record after ``reput_from_offset`` to ``dispatch(requests)``, a
+    list of :class:`DispatchRequest` at a time (at most :data:`DISPATCH_BATCH`), in order.
 
     ``commit_log`` is a :class:`~rmqproto.store.commitlog.CommitLog`. :meth:`do_reput` reads
     what is written and stops at the end (or at bytes that are not a record yet).
@@ -112,34 +115,55 @@ class ReputService:
         """``dispatchBehindBytes``."""
         return self.commit_log.max_offset - self.reput_from_offset
 
-    def dispatch_record(self, record):
-        """Dispatch a record just appended at ``reput_from_offset`` (no re-read needed)."""
-        self.dispatch(dispatch_request(record, self.delay_table))
-        self.reput_from_offset = record.commit_log_offset + record.store_size
+    def dispatch_records(self, records):
+        """Dispatch records just appended at ``reput_from_offset`` (no re-read needed)."""
+        self.dispatch([dispatch_request(record, self.delay_table) for record in records])
+        last = records[-1]
+        self.reput_from_offset = last.commit_log_offset + last.store_size
 
     def skip_blank(self, blank_offset):
         """The commit log wrote an end-of-file blank at ``blank_offset``: move past it."""
         if self.reput_from_offset == blank_offset:
             self.reput_from_offset = self.commit_log.roll_next_file(blank_offset)
 
-    def do_reput(self):
-        """``doReput``: dispatch everything written after ``reput_from_offset``."""
+    def _dispatch(self, batch, next_offset):
+        self.dispatch(batch)
+        self.reput_from_offset = next_offset
+
+    def do_reput(self, max_bytes=None):
+        """``doReput``: dispatch what is written after ``reput_from_offset``, everything or
+        about ``max_bytes`` (whole records, at least one); whether it reached the end."""
         log = self.commit_log
         if self.reput_from_offset < log.min_offset:
             self.reput_from_offset = log.min_offset
+        stop_at = None if max_bytes is None else self.reput_from_offset + max_bytes
         while self.reput_from_offset < log.max_offset:
             offset = self.reput_from_offset
+            if stop_at is not None and offset >= stop_at:
+                return False
             mapped = log.queue.find_mapped_file_by_offset(offset)
             if mapped is None:
-                break
-            start = offset - mapped.file_from_offset
-            scan = msg.iter_dispatch_fields(memoryview(mapped.mm)[:mapped.wrote_position], start)
+                return True
+            base = mapped.file_from_offset
+            scan = msg.iter_dispatch_fields(memoryview(mapped.mm)[:mapped.wrote_position],
+                                            offset - base)
+            limit = None if stop_at is None else max(stop_at, offset + 1) - base
+            batch = []
             for fields in scan:
-                self.dispatch(request_of_fields(fields, self.delay_table))
-                self.reput_from_offset = mapped.file_from_offset + scan.position
+                batch.append(request_of_fields(fields, self.delay_table))
+                if len(batch) == DISPATCH_BATCH:
+                    self._dispatch(batch, base + scan.position)
+                    batch = []
+                if limit is not None and scan.position >= limit:
+                    break
+            if batch:
+                self._dispatch(batch, base + scan.position)
+            if scan.stop is None:
+                return False  # max_bytes reached
             if scan.stop == "blank":
-                self.reput_from_offset = log.roll_next_file(mapped.file_from_offset)
+                self.reput_from_offset = log.roll_next_file(base)
             elif mapped.is_full and scan.stop == "empty" and scan.position >= mapped.file_size - 8:
-                self.reput_from_offset = log.roll_next_file(mapped.file_from_offset)
+                self.reput_from_offset = log.roll_next_file(base)
             else:
                 break  # the end, or bytes that are not a record (yet): wait for more data
+        return True

@@ -98,6 +98,12 @@ class IndexService:
             while not f.index.put_key(full_key, request.commit_log_offset, request.store_timestamp):
                 f = self._last_file()
 
+    def build_indexes(self, requests):
+        """:meth:`build_index` of each request, in order."""
+        for request in requests:
+            if request.uniq_key or request.keys:
+                self.build_index(request)
+
     def query_offset(self, topic, key, max_num, begin, end):
         """``queryOffset``: ``(offsets, last update timestamp, last update phy offset)``."""
         offsets = []
