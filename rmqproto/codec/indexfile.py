@@ -30,6 +30,7 @@ INDEX_SIZE = 20
 DEFAULT_HASH_SLOT_NUM = 5000000
 DEFAULT_INDEX_NUM = 5000000 * 4
 _INT_MAX = 0x7FFFFFFF
+_INT_MIN = -0x80000000
 
 INDEX_HEADER = cs.Struct(
     "begin_timestamp" / cs.Int64sb,
@@ -51,11 +52,9 @@ _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
-_COUNTS = struct.Struct(">ii")  # hash_slot_count, index_count
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 #: Where each header field sits (the order of :data:`INDEX_HEADER`).
 _BEGIN_TIMESTAMP_POS, _END_TIMESTAMP_POS, _BEGIN_PHY_OFFSET_POS, _END_PHY_OFFSET_POS = 0, 8, 16, 24
-_HASH_SLOT_COUNT_POS = 32
 
 
 class IndexHeader(NamedTuple):
@@ -152,9 +151,9 @@ class IndexFile:
 
     A fresh file is all zeros; like Java's constructor, ``end_phy_offset`` /
     ``end_timestamp`` of the previous file seed the begin/end header fields. The header
-    fields are kept as attributes; each put writes only the header fields it changes
-    (Java's ``IndexHeader`` setters write into the mapped buffer the same way), so the
-    buffer always holds a complete header.
+    fields are kept as attributes; each put writes the header back (Java's ``IndexHeader``
+    setters write the fields they change into the mapped buffer), so the buffer always
+    holds a complete header.
     """
 
     def __init__(self, buffer, hash_slot_num=DEFAULT_HASH_SLOT_NUM, index_num=DEFAULT_INDEX_NUM,
@@ -165,6 +164,7 @@ class IndexFile:
         self.buffer = buffer
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
+        self._entries_at = entry_position(0, hash_slot_num)
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, index_count) = decode_header(buffer)
         # IndexHeader.load(): a count of 0 (fresh file) means "next entry is number 1".
@@ -202,15 +202,20 @@ class IndexFile:
 
     def put_key(self, key, phy_offset, store_timestamp):
         """``IndexFile.putKey``: add ``key``; False when the file is full. ``CodecError``
-        (nothing written) when ``phy_offset`` or ``store_timestamp`` is not a Java long."""
+        (nothing written) when ``phy_offset`` or ``store_timestamp`` is not a Java long.
+
+        The whole header is written back at once (the fields Java's setters leave alone
+        keep their bytes)."""
         count = self.index_count
         if count >= self.index_num:
             return False
         if not (_LONG_MIN <= phy_offset <= _LONG_MAX and _LONG_MIN <= store_timestamp <= _LONG_MAX):
             raise CodecError("index entry out of range: offset %r, timestamp %r"
                              % (phy_offset, store_timestamp))
+        key_hash = java_string_hash(key)
+        if key_hash < 0:  # Math.abs, and 0 for Integer.MIN_VALUE (see index_key_hash)
+            key_hash = -key_hash if key_hash != _INT_MIN else 0
         buffer = self.buffer
-        key_hash = index_key_hash(key)
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
         (slot_value,) = _SLOT.unpack_from(buffer, slot_pos)
         if slot_value <= 0 or slot_value > count:
@@ -221,21 +226,19 @@ class IndexFile:
         else:
             elapsed = store_timestamp - begin
             time_diff = min(elapsed // 1000, _INT_MAX) if elapsed >= 0 else 0
-        _ENTRY.pack_into(buffer, entry_position(count, self.hash_slot_num),
+        _ENTRY.pack_into(buffer, self._entries_at + count * INDEX_SIZE,
                          key_hash, phy_offset, time_diff, slot_value)
         _SLOT.pack_into(buffer, slot_pos, count)
         if count <= 1:
-            self._set_phy_offsets(phy_offset, phy_offset)
-            self._set_timestamps(store_timestamp, store_timestamp)
-        else:
-            self.end_phy_offset = phy_offset
-            self.end_timestamp = store_timestamp
-            _LONG.pack_into(buffer, _END_PHY_OFFSET_POS, phy_offset)
-            _LONG.pack_into(buffer, _END_TIMESTAMP_POS, store_timestamp)
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
         if slot_value == 0:
             self.hash_slot_count += 1
         self.index_count = count + 1
-        _COUNTS.pack_into(buffer, _HASH_SLOT_COUNT_POS, self.hash_slot_count, count + 1)
+        _HEADER.pack_into(buffer, 0, self.begin_timestamp, store_timestamp, self.begin_phy_offset,
+                          phy_offset, self.hash_slot_count, count + 1)
         return True
 
     def select_phy_offsets(self, key, max_num=64, begin=0, end=(1 << 63) - 1):

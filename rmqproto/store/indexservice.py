@@ -82,27 +82,36 @@ class IndexService:
         return f
 
     def build_index(self, request):
-        """``buildIndex``: add the request's ``UNIQ_KEY`` and ``KEYS`` words (not for rolled-back
-        transactions, nor for offsets the newest file already covers)."""
-        if not request.uniq_key and not request.keys:
-            return
-        f = self._last_file()
-        if request.commit_log_offset < f.index.end_phy_offset:
-            return
-        if msg.transaction_type(request.sys_flag) == msg.TRANSACTION_ROLLBACK_TYPE:
-            return
-        keys = [request.uniq_key] if request.uniq_key else []
-        keys += [k for k in request.keys.split(msg.KEY_SEPARATOR) if k] if request.keys else []
-        for key in keys:
-            full_key = build_key(request.topic, key)
-            while not f.index.put_key(full_key, request.commit_log_offset, request.store_timestamp):
-                f = self._last_file()
+        """``buildIndex`` of one request (see :meth:`build_indexes`)."""
+        self.build_indexes((request,))
 
     def build_indexes(self, requests):
-        """:meth:`build_index` of each request, in order."""
+        """``buildIndex`` of each request, in order: add its ``UNIQ_KEY`` and ``KEYS`` words
+        (not for rolled-back transactions, nor for offsets the newest file already covers)."""
+        f = None
         for request in requests:
-            if request.uniq_key or request.keys:
-                self.build_index(request)
+            uniq_key, words = request.uniq_key, request.keys
+            if not uniq_key and not words:
+                continue
+            if f is None or f.index.is_write_full:
+                f = self._last_file()  # else the newest file is still f
+            offset = request.commit_log_offset
+            if (offset < f.index.end_phy_offset
+                    or msg.transaction_type(request.sys_flag) == msg.TRANSACTION_ROLLBACK_TYPE):
+                continue
+            topic, timestamp = request.topic, request.store_timestamp
+            if uniq_key:
+                f = self._put_key(f, build_key(topic, uniq_key), offset, timestamp)
+            if words:
+                for word in words.split(msg.KEY_SEPARATOR):
+                    if word:
+                        f = self._put_key(f, build_key(topic, word), offset, timestamp)
+
+    def _put_key(self, f, key, offset, timestamp):
+        """Put into ``f``, or into new files while they are full; the file that took it."""
+        while not f.index.put_key(key, offset, timestamp):
+            f = self._last_file()
+        return f
 
     def query_offset(self, topic, key, max_num, begin, end):
         """``queryOffset``: ``(offsets, last update timestamp, last update phy offset)``."""
