@@ -825,3 +825,65 @@ def encode_stored_batch(records, properties, store_timestamp, commit_log_offset,
         offset += size
         queue_offset += 1
     return b"".join(parts), ids
+
+
+# ---------------------------------------------------------------- a batch as the commit log stores it
+
+def encode_stored_batch(records, properties, store_timestamp, commit_log_offset, queue_offset):
+    """The records of one batch written back to back from ``commit_log_offset`` with queue
+    offsets from ``queue_offset`` (``encodeBatch``, reference §3.2, §3.6): each record gets
+    its store timestamp, body CRC and both offsets, and is encoded as :func:`encode_record`
+    would encode it (``properties``: each record's properties string as UTF-8). What the
+    records share with the first (topic, queue, sys flag, born and store hosts, born
+    timestamp, reconsume times, magic code) is packed once; a record that differs is
+    encoded on its own. Returns the bytes and the offset message ids."""
+    first = records[0]
+    topic, queue_id, sys_flag, magic = first.topic, first.queue_id, first.sys_flag, first.magic_code
+    born_host, store_host = first.born_host, first.store_host
+    born_timestamp, reconsume_times = first.born_timestamp, first.reconsume_times
+    prepared = first.prepared_transaction_offset
+    topic_bytes = _topic_utf8(topic)
+    if magic != MESSAGE_MAGIC_CODE or len(topic_bytes) > MAX_TOPIC_LENGTH_V1:
+        shared = None  # the V2 layout (or a bad record): every record on its own
+    else:
+        shared = (topic, queue_id, sys_flag, magic, born_host, store_host, born_timestamp,
+                  reconsume_times, prepared)
+        topic_part = bytes((len(topic_bytes),)) + topic_bytes
+        overhead = record_length(sys_flag, 0, len(topic_bytes), 0)
+        pack = _FIXED[sys_flag & _HOST_FLAGS].pack
+        born_ip, store_ip = _pack_ip(born_host[0]), _pack_ip(store_host[0])
+        born_port, store_port = born_host[1], store_host[1]
+    id_prefix = _message_id_prefix(store_host)
+    i16 = _I16.pack
+    crc32 = zlib.crc32
+    parts, ids = [], []
+    offset = commit_log_offset
+    for record, props in zip(records, properties):
+        body = record.body
+        record.store_timestamp = store_timestamp
+        record.body_crc = crc = crc32(body) & 0x7FFFFFFF
+        record.commit_log_offset = offset
+        record.queue_offset = queue_offset
+        if shared is not None and (
+                record.topic, record.queue_id, record.sys_flag, record.magic_code,
+                record.born_host, record.store_host, record.born_timestamp,
+                record.reconsume_times, record.prepared_transaction_offset) == shared:
+            size = overhead + len(body) + len(props)
+            try:
+                parts += (pack(size, magic, crc, queue_id, record.flag, queue_offset, offset,
+                               sys_flag, born_timestamp, born_ip, born_port, store_timestamp,
+                               store_ip, store_port, reconsume_times, prepared, len(body)),
+                          body, topic_part, i16(len(props)), props)
+            except struct.error as exc:
+                raise CodecError("record field out of range: %s" % exc) from None
+        else:
+            data = encode_record(record, props)
+            size = len(data)
+            parts.append(data)
+        if record.store_host == store_host and 0 <= offset <= _MAX_LONG:
+            ids.append(id_prefix + "%016X" % offset)
+        else:
+            ids.append(create_message_id(record.store_host, offset))
+        offset += size
+        queue_offset += 1
+    return b"".join(parts), ids

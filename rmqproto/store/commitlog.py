@@ -172,28 +172,23 @@ class CommitLog:
 
     def append_batch(self, records, store_timestamp, properties):
         """Append records of one queue that passed :func:`check_batch` (``properties``: the
-        strings it encoded) contiguously (one segment, consecutive queue offsets)."""
+        strings it encoded) contiguously (one segment, consecutive queue offsets), encoded
+        in one pass (:func:`~rmqproto.codec.message.encode_stored_batch`) and copied into
+        the segment at once."""
         key = (records[0].topic, records[0].queue_id)
-        for record in records:
-            record.store_timestamp = store_timestamp
-            record.body_crc = masked_crc32(record.body)
-        total = sum(r.store_size for r in records)
+        total = sum([r.store_size for r in records])
         mapped = self._file_for(total)
         if mapped is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        begin_offset = offset = mapped.file_from_offset + mapped.wrote_position
-        begin_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
-        parts, ids = [], []
-        for record, props in zip(records, properties):
-            record.commit_log_offset = offset
-            record.queue_offset = queue_offset
-            parts.append(msg.encode_record(record, props))
-            ids.append(msg.create_message_id(record.store_host, offset))
-            offset += record.store_size
-            queue_offset += 1
-        mapped.append(b"".join(parts))
+        begin_offset = mapped.file_from_offset + mapped.wrote_position
+        begin_queue_offset = self.topic_queue_table.get(key, 0)
+        data, ids = msg.encode_stored_batch(records, properties, store_timestamp, begin_offset,
+                                            begin_queue_offset)
+        if len(data) != total:
+            raise CodecError("a batch of %d bytes was checked as %d" % (len(data), total))
+        mapped.append(data)
         mapped.store_timestamp = store_timestamp
-        self.topic_queue_table[key] = queue_offset
+        self.topic_queue_table[key] = begin_queue_offset + len(records)
         return AppendMessageResult(
             AppendMessageStatus.PUT_OK, begin_offset, total, ",".join(ids), store_timestamp,
             begin_queue_offset, len(records))

@@ -1,0 +1,61 @@
+"""encode_stored_batch: a batch encoded in one pass is byte for byte what encode_record writes
+for each of its records in turn, with the same offsets, CRCs and message ids."""
+
+import copy
+
+from hypothesis import given, settings, strategies as st
+
+from rmqproto.codec import message as m
+from rmqproto.codec.javalang import masked_crc32
+
+_ip4 = st.ip_addresses(v=4).map(str)
+_ip6 = st.ip_addresses(v=6).map(str)
+_host = st.tuples(st.one_of(_ip4, _ip6), st.integers(0, 65535))
+_i32 = st.integers(-(1 << 31), (1 << 31) - 1)
+_i64 = st.integers(-(1 << 63), (1 << 63) - 1)
+_text = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)),
+                min_size=1, max_size=12)
+_props = st.dictionaries(_text, _text, max_size=4)
+
+
+@st.composite
+def _batches(draw):
+    """Records of one batch: the shared fields of a first record, each later record keeping
+    them or (now and then) changing one, as a store caller may."""
+    shared = dict(
+        topic=draw(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=140)),
+        queue_id=draw(_i32), sys_flag=draw(_i32), born_timestamp=draw(_i64),
+        born_host=draw(_host), store_host=draw(_host), reconsume_times=draw(_i32),
+        prepared_transaction_offset=draw(_i64))
+    records = []
+    for _ in range(draw(st.integers(1, 6))):
+        fields = dict(shared)
+        if draw(st.integers(0, 4)) == 0:
+            name = draw(st.sampled_from(sorted(shared)))
+            fields[name] = {"topic": "Other", "born_host": ("::1", 7), "store_host": ("10.0.0.9", 1)
+                            }.get(name, 3)
+        records.append(m.MessageRecord(body=draw(st.binary(max_size=200)),
+                                       properties=draw(_props), flag=draw(_i32), body_crc=0,
+                                       **fields))
+    return records
+
+
+@settings(max_examples=200, deadline=None)
+@given(_batches(), _i64, st.integers(0, 1 << 40), st.integers(0, 1 << 40))
+def test_stored_batch_equals_record_by_record(records, store_timestamp, offset, queue_offset):
+    expected = copy.deepcopy(records)
+    properties = [m.properties_to_string(r.properties).encode("utf-8", "surrogateescape")
+                  for r in records]
+    data, ids = m.encode_stored_batch(records, properties, store_timestamp, offset, queue_offset)
+    parts, expected_ids = [], []
+    for i, record in enumerate(expected):
+        record.store_timestamp = store_timestamp
+        record.body_crc = masked_crc32(record.body)
+        record.commit_log_offset = offset
+        record.queue_offset = queue_offset + i
+        parts.append(m.encode_record(record))
+        expected_ids.append(m.create_message_id(record.store_host, offset))
+        offset += len(parts[-1])
+    assert data == b"".join(parts)
+    assert ids == expected_ids
+    assert [r.fields() for r in records] == [r.fields() for r in expected]
