@@ -1,7 +1,8 @@
 """``DefaultMessageStore``: the RocketMQ 4.x store in its own on-disk format (reference §3).
 
 Runs on the reactor thread: appends are ``memcpy`` into mapped segments and dispatching
-to consume queues and the index happens right after each append; fsyncs run in a thread
+to consume queues and the index happens right after each put (on a slave, replicated bytes
+are dispatched in slices in the reactor turns after the append); fsyncs run in a thread
 (:mod:`rmqproto.store.flush`). Time comes from the reactor given to the constructor.
 
 Files: ``commitlog/``, ``consumequeue/<topic>/<queueId>/``, ``index/``, ``checkpoint``,
@@ -35,11 +36,13 @@ from rmqproto.store.results import (AppendMessageStatus, GetMessageResult, GetMe
 from rmqproto.store.storecheckpoint import StoreCheckpoint
 from rmqproto.store.storestats import StoreStats
 
-__all__ = ["DefaultMessageStore", "RunningFlags", "is_the_batch_full", "next_offset_correction",
+__all__ = ["DefaultMessageStore", "RunningFlags", "REPUT_SLICE_BYTES", "is_the_batch_full", "next_offset_correction",
            "to_schedule_topic", "total_physical_memory"]
 
 log = Logger()
 _UNIT = CQ_STORE_UNIT_SIZE
+#: Replicated commit-log bytes a slave dispatches in one reactor turn (about 8 ms of CPU).
+REPUT_SLICE_BYTES = 1 << 20
 
 
 def total_physical_memory():
@@ -179,6 +182,7 @@ class DefaultMessageStore:
         self.replica_waiter = None
         #: Callables adding entries to :meth:`runtime_info` (e.g. the schedule service).
         self.runtime_info_providers = []
+        self._reput_call = None
         self.flusher = CommitLogFlusher(self.commit_log.queue, values, reactor, self.run_blocking,
                                         self._on_commit_log_flushed)
         self.cq_flusher = None
@@ -304,6 +308,11 @@ class DefaultMessageStore:
         if self.is_shutdown and self._lock_fd is None:
             self._close_files()
             return
+        if self._reput_call is not None and self._reput_call.active():
+            self._reput_call.cancel()
+        self._reput_call = None
+        if not self.is_shutdown:
+            self.reput.do_reput()  # what replication appended and no slice dispatched yet
         self.is_shutdown = True
         self.retention.stop()
         self.flusher.stop()
@@ -498,15 +507,28 @@ class DefaultMessageStore:
         return self.commit_log.get_data(offset, max_size) or b""
 
     def append_to_commit_log(self, start_offset, data):
+        """Append replicated bytes; they are dispatched in later reactor turns (as Java's
+        reput thread does), so the HA client reports the new offset first."""
         if self.is_shutdown:
             return False
         if not self.commit_log.append_data(start_offset, data):
             log.error("append to commit log failed at {offset} ({size} bytes)",
                       offset=start_offset, size=len(data))
             return False
-        self.reput.do_reput()
+        self._schedule_reput()
         self.flusher.wakeup()
         return True
+
+    def _schedule_reput(self):
+        if self._reput_call is None:
+            self._reput_call = self.reactor.callLater(0, self._reput_slice)
+
+    def _reput_slice(self):
+        """Dispatch about :data:`REPUT_SLICE_BYTES`; the rest in the next turn, so that a long
+        catch-up never keeps the reactor from heartbeats, reports and requests."""
+        self._reput_call = None
+        if not self.is_shutdown and not self.reput.do_reput(REPUT_SLICE_BYTES):
+            self._schedule_reput()
 
     def dispatch_behind_bytes(self):
         return self.reput.behind

@@ -11,6 +11,7 @@ from twisted.internet.task import Clock
 from rmqproto.codec.ha import encode_transfer
 from rmqproto.codec.message import MessageRecord, decode_record
 from rmqproto.ha.client import Close, HAClient, Send
+from rmqproto.store import defaultstore
 from rmqproto.store.defaultstore import DefaultMessageStore
 from rmqproto.store.results import GetMessageStatus
 
@@ -61,9 +62,12 @@ def master_stream(master, start):
 
 
 def replicate(client, stream, read_size):
+    """Feed ``stream`` in reads of ``read_size``, one reactor turn each (the slave dispatches
+    what it appended in the turns after the append)."""
     actions = []
     for i in range(0, len(stream), read_size):
         actions += client.data_received(stream[i:i + read_size], 1.0)
+        client.store.reactor.advance(0)
     return actions
 
 
@@ -143,3 +147,58 @@ def test_reset_commit_log_refuses_an_offset_inside_a_segment(pair):
     assert not slave.reset_commit_log(SEGMENT + 1)
     assert slave.reset_commit_log(SEGMENT)
     assert slave.get_max_phy_offset() == slave.get_min_phy_offset() == SEGMENT
+
+
+def test_the_slave_reports_before_it_dispatches_in_bounded_turns(pair, monkeypatch):
+    master, slave = pair
+    fill(master, 700)
+    monkeypatch.setattr(defaultstore, "REPUT_SLICE_BYTES", 10_000)
+    client = HAClient(slave, slave.config)
+    client.start(0.0)
+    client.update_master_address("127.0.0.1:1", 0.0)
+    client.connection_made(0.0)
+    end = master.get_max_phy_offset()
+    actions = client.data_received(master_stream(master, 0), 1.0)
+    assert actions == [Send(end.to_bytes(8, "big"))]  # reported, nothing dispatched yet
+    assert slave.dispatch_behind_bytes() == end
+    slices = []
+    do_reput = slave.reput.do_reput
+
+    def one_slice(max_bytes=None):
+        behind = slave.dispatch_behind_bytes()
+        done = do_reput(max_bytes)
+        slices.append(behind - slave.dispatch_behind_bytes())
+        return done
+
+    slave.reput.do_reput = one_slice
+    slave.reactor.advance(0)  # each slice schedules the next (a fake clock runs them all)
+    assert slave.dispatch_behind_bytes() == 0
+    assert len(slices) >= end // 10_000
+    # whole records: a slice ends after the record that crosses 10 000 bytes (< 400 bytes),
+    # and may cross a segment's end blank (< 400 bytes) on the way
+    assert all(0 < size <= 10_000 + 800 for size in slices)
+    for queue_id in range(3):
+        assert slave.get_max_offset_in_queue("HATopic", queue_id) == \
+            master.get_max_offset_in_queue("HATopic", queue_id)
+
+
+def test_a_clean_stop_dispatches_what_replication_appended(pair, tmp_path):
+    master, slave = pair
+    fill(master, 300)
+    client = HAClient(slave, slave.config)
+    client.start(0.0)
+    client.update_master_address("127.0.0.1:1", 0.0)
+    client.connection_made(0.0)
+    client.data_received(master_stream(master, 0), 1.0)
+    assert slave.dispatch_behind_bytes() > 0
+    slave.shutdown()
+    assert not os.path.exists(slave.paths["abort"])
+    again = DefaultMessageStore(dict(slave.config), slave.reactor)
+    again.load()
+    assert again.last_exit_ok
+    again.start()
+    assert again.dispatch_behind_bytes() == 0
+    for queue_id in range(3):
+        assert again.get_max_offset_in_queue("HATopic", queue_id) == \
+            master.get_max_offset_in_queue("HATopic", queue_id)
+    again.shutdown()

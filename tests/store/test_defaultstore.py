@@ -288,7 +288,9 @@ def test_ha_data_and_append_at_exact_offsets(stores, tmp_path):
         offset += len(data)
     assert master.get_commit_log_data(offset, 5000) == b""
     assert not slave.append_to_commit_log(offset + 1, b"x")
-    assert slave.dispatch_behind_bytes() == 0
+    assert slave.dispatch_behind_bytes() > 0  # dispatched in the next reactor turns
+    while slave.dispatch_behind_bytes():
+        slave_stores.clock.advance(0)
     for q in (0, 1):
         assert [r.commit_log_offset for r in read_queue(slave, "TopicA", q)] == [
             r.commit_log_offset for r in read_queue(master, "TopicA", q)]
