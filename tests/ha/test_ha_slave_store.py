@@ -71,6 +71,15 @@ def replicate(client, stream, read_size):
     return actions
 
 
+def connected_client(slave):
+    """An HA client of ``slave`` connected to a master at time 0 (its first report sent)."""
+    client = HAClient(slave, slave.config)
+    client.start(0.0)
+    client.update_master_address("127.0.0.1:1", 0.0)
+    client.connection_made(0.0)
+    return client
+
+
 def same_files(a, b):
     names = sorted(os.listdir(a))
     assert names == sorted(os.listdir(b))
@@ -103,10 +112,7 @@ def test_an_empty_slave_starts_at_the_masters_last_segment(pair):
     master, slave = pair
     fill(master, 500)
     start = master.get_max_phy_offset() - master.get_max_phy_offset() % SEGMENT
-    client = HAClient(slave, slave.config)
-    client.start(0.0)
-    client.update_master_address("127.0.0.1:1", 0.0)
-    client.connection_made(0.0)
+    client = connected_client(slave)
     replicate(client, master_stream(master, start), 8192)
     assert slave.get_min_phy_offset() == start
     assert slave.get_max_phy_offset() == master.get_max_phy_offset()
@@ -115,10 +121,7 @@ def test_an_empty_slave_starts_at_the_masters_last_segment(pair):
 def test_reseed_discards_the_log_and_queues_and_continues(pair):
     master, slave = pair
     fill(master, 700)
-    client = HAClient(slave, slave.config)
-    client.start(0.0)
-    client.update_master_address("127.0.0.1:1", 0.0)
-    client.connection_made(0.0)
+    client = connected_client(slave)
     first = master_stream(master, 0)
     replicate(client, first[:12 + BATCH], 5000)  # the slave holds the first transfer only
     assert slave.get_max_phy_offset() == BATCH
@@ -153,10 +156,7 @@ def test_the_slave_reports_before_it_dispatches_in_bounded_turns(pair, monkeypat
     master, slave = pair
     fill(master, 700)
     monkeypatch.setattr(defaultstore, "REPUT_SLICE_BYTES", 10_000)
-    client = HAClient(slave, slave.config)
-    client.start(0.0)
-    client.update_master_address("127.0.0.1:1", 0.0)
-    client.connection_made(0.0)
+    client = connected_client(slave)
     end = master.get_max_phy_offset()
     actions = client.data_received(master_stream(master, 0), 1.0)
     assert actions == [Send(end.to_bytes(8, "big"))]  # reported, nothing dispatched yet
@@ -185,10 +185,7 @@ def test_the_slave_reports_before_it_dispatches_in_bounded_turns(pair, monkeypat
 def test_a_clean_stop_dispatches_what_replication_appended(pair, tmp_path):
     master, slave = pair
     fill(master, 300)
-    client = HAClient(slave, slave.config)
-    client.start(0.0)
-    client.update_master_address("127.0.0.1:1", 0.0)
-    client.connection_made(0.0)
+    client = connected_client(slave)
     client.data_received(master_stream(master, 0), 1.0)
     assert slave.dispatch_behind_bytes() > 0
     slave.shutdown()
