@@ -39,6 +39,35 @@ def _properties_bytes(record):
         return None
 
 
+def _topic_illegal(topic):
+    """Whether ``topic`` cannot go into a 4.x record: over 127 characters or UTF-8 bytes, or empty."""
+    raw = _topic_bytes(topic)
+    return len(topic) > MAX_TOPIC_LENGTH or len(raw) > MAX_TOPIC_LENGTH or not raw
+
+
+def _check_sizes(record, props, topic_length, max_message_size):
+    """The status of ``record`` with its encoded properties ``props`` (None: not encodable)
+    and a topic already checked: MESSAGE_ILLEGAL for properties over 32767 characters,
+    PROPERTIES_SIZE_EXCEEDED over 32767 bytes, MESSAGE_ILLEGAL for a body over
+    ``maxMessageSize`` or a record beyond the encoder's buffer. On PUT_OK the record gets
+    the 4.x magic code and its ``store_size``."""
+    if props is None:
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    if len(props) > msg.MAX_PROPERTIES_LENGTH:
+        if len(props.decode("utf-8", "surrogateescape")) > msg.MAX_PROPERTIES_LENGTH:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    body_length = len(record.body)
+    if body_length > max_message_size:
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    length = msg.record_length(record.sys_flag, body_length, topic_length, len(props))
+    if length > max_message_size + _ENCODER_HEADROOM:
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    record.magic_code = msg.MESSAGE_MAGIC_CODE
+    record.store_size = length
+    return PutMessageStatus.PUT_OK
+
+
 def check_message(record, max_message_size):
     """The put status a single message gets before it is written (``checkMessage`` and the
     encoder's checks), and the UTF-8 properties string the append writes (None unless the
@@ -46,44 +75,34 @@ def check_message(record, max_message_size):
     length) or a properties string over 32767 characters is MESSAGE_ILLEGAL, properties
     over 32767 bytes PROPERTIES_SIZE_EXCEEDED, a body over ``maxMessageSize``
     MESSAGE_ILLEGAL. A message that passes gets the 4.x magic code and its ``store_size``."""
-    topic = _topic_bytes(record.topic)
-    if len(record.topic) > MAX_TOPIC_LENGTH or len(topic) > MAX_TOPIC_LENGTH or not topic:
+    if _topic_illegal(record.topic):
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     props = _properties_bytes(record)
-    if props is None:
-        return PutMessageStatus.MESSAGE_ILLEGAL, None
-    if len(props) > msg.MAX_PROPERTIES_LENGTH:
-        if len(props.decode("utf-8", "surrogateescape")) > msg.MAX_PROPERTIES_LENGTH:
-            return PutMessageStatus.MESSAGE_ILLEGAL, None
-        return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
-    body_length = len(record.body)
-    if body_length > max_message_size:
-        return PutMessageStatus.MESSAGE_ILLEGAL, None
-    length = msg.record_length(record.sys_flag, body_length, len(topic), len(props))
-    if length > max_message_size + _ENCODER_HEADROOM:
-        return PutMessageStatus.MESSAGE_ILLEGAL, None
-    record.magic_code = msg.MESSAGE_MAGIC_CODE
-    record.store_size = length
-    return PutMessageStatus.PUT_OK, props
+    status = _check_sizes(record, props, len(_topic_bytes(record.topic)), max_message_size)
+    return status, props if status is PutMessageStatus.PUT_OK else None
 
 
 def check_batch(records, max_message_size):
     """The put status of a batch before it is written (``checkMessages``, ``asyncPutMessages``):
     empty, mixed queues, a transaction flag or a delay level are MESSAGE_ILLEGAL, so is a
     batch body (client encoding, reference §3.6) over ``maxMessageSize``; then each message
-    as in :func:`check_message`. With it the list of the properties strings (None unless
-    PUT_OK)."""
+    as in :func:`check_message` (the shared topic checked once). With it the list of the
+    properties strings (None unless PUT_OK)."""
     if not records:
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     first = records[0]
+    topic, queue_id = first.topic, first.queue_id
+    if _topic_illegal(topic):
+        return PutMessageStatus.MESSAGE_ILLEGAL, None
+    topic_length = len(_topic_bytes(topic))
     batch_body = 0
     properties = []
     for record in records:
-        if (record.topic != first.topic or record.queue_id != first.queue_id
-                or msg.transaction_type(record.sys_flag) != msg.TRANSACTION_NOT_TYPE
-                or delay_level(record) > 0):
+        if (record.topic != topic or record.queue_id != queue_id
+                or record.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE or delay_level(record) > 0):
             return PutMessageStatus.MESSAGE_ILLEGAL, None
-        status, props = check_message(record, max_message_size)
+        props = _properties_bytes(record)
+        status = _check_sizes(record, props, topic_length, max_message_size)
         if status is not PutMessageStatus.PUT_OK:
             return status, None
         properties.append(props)

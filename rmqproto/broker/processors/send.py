@@ -327,12 +327,16 @@ class SendMessageProcessor:
         batch_properties = java_property_order(batch_properties)
         sys_flag = self._sys_flag(header, topic_config)
         born_host = self._born_host(context)
+        topic, born_timestamp = header.topic, header.born_timestamp
+        store = self.store_host
+        reconsume_times = header.reconsume_times or 0
         records = []
         for message in decode_batch(body):
-            properties = dict(message.properties)
+            properties = message.properties  # a dict of its own: decode_batch made it
             properties.update(batch_properties)
+            # body_crc: the store's append computes it
             records.append(MessageRecord(
-                header.topic, message.body, properties, queue_id=queue_id, flag=message.flag,
-                sys_flag=sys_flag, born_timestamp=header.born_timestamp, born_host=born_host,
-                store_host=self.store_host, reconsume_times=header.reconsume_times or 0))
+                topic, message.body, properties, queue_id, message.flag, sys_flag=sys_flag,
+                born_timestamp=born_timestamp, born_host=born_host, store_host=store,
+                reconsume_times=reconsume_times, body_crc=0))
         return records, wait_store_msg_ok(batch_properties)
