@@ -10,6 +10,12 @@ runs in a thread of its own).
 
     python benchmarks/sendpath.py [--messages 20000] [--body-size 128] [--batch 1]
     python benchmarks/sendpath.py --profile          # cProfile: the stages and the top functions
+    python benchmarks/sendpath.py --per-read 8       # through RemotingProtocol.dataReceived
+
+With ``--per-read N`` the frames go through a :class:`RemotingProtocol` on a fake transport
+instead, N length-prefixed frames a ``dataReceived`` (what one socket read brings with N
+requests in flight), so the figure includes the protocol's buffering, frame splitting and
+writing (one ``transport.write`` a read).
 """
 
 import argparse
@@ -19,6 +25,7 @@ import shutil
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from twisted.internet import defer
@@ -123,6 +130,37 @@ def run(frames, controller):
     return time.process_time() - started, answers
 
 
+class _Transport:
+    """What ``RemotingProtocol`` needs of a TCP transport; keeps the written bytes."""
+
+    def __init__(self):
+        self.written = []
+        self.write = self.written.append
+
+    def getPeer(self):
+        from twisted.internet.address import IPv4Address
+        return IPv4Address("TCP", "127.0.0.1", 50000)
+
+
+def run_protocol(frames, controller, per_read):
+    """Feed ``frames`` to a ``RemotingProtocol`` ``per_read`` at a time; ``(CPU seconds,
+    answers)``."""
+    from rmqproto.codec.frame import FrameDecoder
+    from rmqproto.remoting.protocol import RemotingProtocol
+    protocol = RemotingProtocol(controller.dispatcher, controller.reactor)
+    protocol.makeConnection(_Transport())
+    reads = [b"".join(len(f).to_bytes(4, "big") + f for f in frames[i:i + per_read])
+             for i in range(0, len(frames), per_read)]
+    received = protocol.dataReceived
+    started = time.process_time()
+    for data in reads:
+        received(data)
+    seconds = time.process_time() - started
+    decoder = FrameDecoder()
+    answers = [len(f).to_bytes(4, "big") + f for f in decoder.feed(b"".join(protocol.transport.written))]
+    return seconds, answers
+
+
 def check(frames, answers):
     failed = [a for a in answers if decode_frame(a[4:]).code != ResponseCode.SUCCESS]
     if failed or len(answers) != len(frames):
@@ -153,6 +191,8 @@ def main(argv=None):
     parser.add_argument("--messages", type=int, default=20_000, help="sends to time")
     parser.add_argument("--body-size", type=int, default=128)
     parser.add_argument("--batch", type=int, default=1, help="messages a send (> 1: batch)")
+    parser.add_argument("--per-read", type=int, default=0,
+                        help="> 0: through RemotingProtocol, this many frames a dataReceived")
     parser.add_argument("--profile", action="store_true",
                         help="then run as many sends again under cProfile (CPU-time clock)")
     args = parser.parse_args(argv)
@@ -160,11 +200,12 @@ def main(argv=None):
     root = Path(tempfile.mkdtemp(prefix="sendpath-"))
     try:
         controller = make_broker(root / "store")
+        runner = run if args.per_read <= 0 else partial(run_protocol, per_read=args.per_read)
         warmup = request_frames(2000, args.body_size, args.batch)
-        check(warmup, run(warmup, controller)[1])
+        check(warmup, runner(warmup, controller)[1])
         frames = request_frames(args.messages, args.body_size, args.batch)
         with OtherLoad() as other:
-            seconds, answers = run(frames, controller)
+            seconds, answers = runner(frames, controller)
         check(frames, answers)
         sends = len(frames)
         per_send_us = seconds / sends * 1e6
@@ -177,7 +218,7 @@ def main(argv=None):
             profiler = cProfile.Profile(time.process_time)
             frames = request_frames(args.messages, args.body_size, args.batch)
             profiler.enable()
-            answers = run(frames, controller)[1]
+            answers = runner(frames, controller)[1]
             profiler.disable()
             check(frames, answers)
             stats = pstats.Stats(profiler)

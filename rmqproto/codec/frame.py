@@ -441,12 +441,16 @@ class FrameDecoder:
         Netty passes them on before closing the channel.
         """
         buf = self._buffer
-        buf += data
+        if buf:
+            buf += data
+            data = buf
+        # else whole frames are sliced from ``data`` itself and only a rest is buffered
         pos = 0
-        size = len(buf)
+        size = len(data)
+        unpack = _I32.unpack_from
         try:
             while size - pos >= 4:
-                length = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
+                (length,) = unpack(data, pos)
                 if length < 4:
                     raise BadHeaderLengthError("frame length %d is too small" % length)
                 if length + 4 > self.max_frame_length:
@@ -455,12 +459,15 @@ class FrameDecoder:
                 end = pos + 4 + length
                 if end > size:
                     break
-                frame = bytes(buf[pos + 4:end])
+                frame = bytes(data[pos + 4:end])
                 pos = end
                 yield frame
         finally:
-            if pos:
-                del buf[:pos]
+            if data is buf:
+                if pos:
+                    del buf[:pos]
+            elif pos < size:
+                buf += data[pos:]
 
     @property
     def buffered(self):

@@ -193,13 +193,13 @@ class RemotingProtocol(Protocol):
     # ------------------------------------------------------------ writing
 
     def _write(self, frame):
-        self.last_activity = self.reactor.seconds()
-        if self._batch is not None:
+        if self._batch is not None:  # dataReceived has just set last_activity
             self._batch.append(frame)
         elif self._open:
+            self.last_activity = self.reactor.seconds()
             self.transport.write(frame)
 
     def _flush(self):
         batch, self._batch = self._batch, None
         if batch:
-            self.transport.write(b"".join(batch))
+            self.transport.write(batch[0] if len(batch) == 1 else b"".join(batch))
