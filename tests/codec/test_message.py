@@ -11,6 +11,7 @@ from rmqproto.codec.javalang import masked_crc32
 from rmqproto.errors import BadMagicError, ChecksumError, CodecError
 from storefiles_support import canonical, store_files
 from support.interop import load_vectors
+from support.recordstrategies import HOSTS, INT32, INT64, TOPICS, properties
 
 
 def _host(pair):
@@ -185,17 +186,10 @@ def test_record_helpers():
 
 # ---------------------------------------------------------------- property tests
 
-_ip4 = st.ip_addresses(v=4).map(str)
-_ip6 = st.ip_addresses(v=6).map(str)
-_host_st = st.tuples(st.one_of(_ip4, _ip6), st.integers(0, 65535))
-_i32 = st.integers(-(1 << 31), (1 << 31) - 1)
-_i64 = st.integers(-(1 << 63), (1 << 63) - 1)
-_name = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)),
-                min_size=1, max_size=12)
-_props = st.dictionaries(_name, _name, max_size=5)
+_i32, _i64, _host_st, _props = INT32, INT64, HOSTS, properties()
 _records = st.builds(
     m.MessageRecord,
-    topic=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40),
+    topic=TOPICS,
     body=st.binary(max_size=300), properties=_props, queue_id=_i32, flag=_i32, queue_offset=_i64,
     commit_log_offset=_i64, sys_flag=_i32, born_timestamp=_i64, born_host=_host_st,
     store_timestamp=_i64, store_host=_host_st, reconsume_times=_i32,

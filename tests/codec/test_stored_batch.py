@@ -7,15 +7,9 @@ from hypothesis import given, settings, strategies as st
 
 from rmqproto.codec import message as m
 from rmqproto.codec.javalang import masked_crc32
+from support.recordstrategies import HOSTS, INT32, INT64, properties
 
-_ip4 = st.ip_addresses(v=4).map(str)
-_ip6 = st.ip_addresses(v=6).map(str)
-_host = st.tuples(st.one_of(_ip4, _ip6), st.integers(0, 65535))
-_i32 = st.integers(-(1 << 31), (1 << 31) - 1)
-_i64 = st.integers(-(1 << 63), (1 << 63) - 1)
-_text = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)),
-                min_size=1, max_size=12)
-_props = st.dictionaries(_text, _text, max_size=4)
+_i32, _i64, _host, _props = INT32, INT64, HOSTS, properties(max_size=4)
 
 
 @st.composite
