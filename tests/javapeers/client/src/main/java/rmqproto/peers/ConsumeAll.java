@@ -69,7 +69,11 @@ public final class ConsumeAll {
             lite.setAutoCommitIntervalMillis(1000);
             lite.subscribe(topic, options.getOrDefault("subscription", "*"));
             lite.start();
-            stop = lite::shutdown;
+            DefaultLitePullConsumer started = lite;
+            stop = () -> {
+                started.commitSync(); // what was polled is committed, whatever the timer's phase
+                started.shutdown();   // and sent to the broker
+            };
         } else {
             DefaultMQPushConsumer push = pushConsumer(namesrv, mode, group, topic, options);
             push.start();
