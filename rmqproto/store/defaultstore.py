@@ -36,8 +36,8 @@ from rmqproto.store.results import (AppendMessageStatus, GetMessageResult, GetMe
 from rmqproto.store.storecheckpoint import StoreCheckpoint
 from rmqproto.store.storestats import StoreStats
 
-__all__ = ["DefaultMessageStore", "RunningFlags", "REPUT_SLICE_BYTES", "is_the_batch_full", "next_offset_correction",
-           "to_schedule_topic", "total_physical_memory"]
+__all__ = ["DefaultMessageStore", "RunningFlags", "REPUT_SLICE_BYTES", "is_the_batch_full",
+           "next_offset_correction", "to_schedule_topic", "total_physical_memory"]
 
 log = Logger()
 _UNIT = CQ_STORE_UNIT_SIZE
