@@ -9,7 +9,8 @@ from rmqproto.codec.dledger import DLedgerEntry
 from rmqproto.codec.storefile import file_name_to_offset, offset_to_file_name
 from rmqproto.errors import BadMagicError, CodecError
 from support.interop import load_vectors
-from support.replication import fuzz_inputs, only_codec_errors, strip_none
+from support.replication import (
+    fuzz_inputs, only_codec_errors, strip_none, vector_bytes, vector_cases)
 
 INT32 = st.integers(-2 ** 31, 2 ** 31 - 1)
 INT64 = st.integers(-2 ** 63, 2 ** 63 - 1)
@@ -78,10 +79,7 @@ def encode_fields(kind, f):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_vectors_decode_and_reencode(kind):
-    vectors = load_vectors(kind)
-    assert vectors
-    for vector in vectors:
-        data = bytes.fromhex(vector["hex"])
+    for vector, data in vector_cases(kind):
         assert strip_none(decode_fields(kind, data)) == vector["fields"], vector["name"]
         assert encode_fields(kind, vector["fields"]) == data, vector["name"]
 
@@ -214,7 +212,7 @@ def test_blank_magic_is_not_an_entry():
 
 # ---------------------------------------------------------------- 5. fuzz
 
-VALID = [bytes.fromhex(v["hex"]) for kind in KINDS for v in load_vectors(kind)]
+VALID = vector_bytes(KINDS)
 
 
 @settings(max_examples=150, deadline=None)

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from rmqproto.codec import dledger_rpc as rpc
 from rmqproto.codec.dledger import DLedgerEntry
 from support.interop import load_vectors
-from support.replication import fuzz_inputs, only_codec_errors, strip_none
+from support.replication import (
+    fuzz_inputs, only_codec_errors, strip_none, vector_bytes, vector_cases)
 
 CLASSES = {
     "vote_request": rpc.VoteRequest, "vote_response": rpc.VoteResponse,
@@ -32,10 +33,7 @@ KINDS = {"dledger_rpc_" + name: cls for name, cls in CLASSES.items()}
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_vectors_decode_and_reencode(kind):
-    vectors = load_vectors(kind)
-    assert vectors
-    for vector in vectors:
-        data = bytes.fromhex(vector["hex"])
+    for vector, data in vector_cases(kind):
         message = KINDS[kind].from_json(data)
         assert strip_none(message.to_fields()) == vector["fields"], vector["name"]
         assert message.to_json() == data, vector["name"]
@@ -188,7 +186,7 @@ def test_round_trip(cls, data):
 
 # ---------------------------------------------------------------- 5. fuzz
 
-VALID = [bytes.fromhex(v["hex"]) for kind in KINDS for v in load_vectors(kind)]
+VALID = vector_bytes(KINDS)
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-2 ** 70, 2 ** 70), st.floats(), TEXT),
     lambda inner: st.one_of(st.lists(inner, max_size=3),

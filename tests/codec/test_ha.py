@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 from rmqproto.codec import ha
 from rmqproto.errors import CodecError
 from support.interop import load_vectors
-from support.replication import fuzz_inputs, only_codec_errors, snake, strip_none
+from support.replication import (
+    fuzz_inputs, only_codec_errors, snake, strip_none, vector_bytes, vector_cases)
 
 INT16 = st.integers(-2 ** 15, 2 ** 15 - 1)
 INT32 = st.integers(-2 ** 31, 2 ** 31 - 1)
@@ -83,10 +84,7 @@ def encode_fields(kind, fields):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_vectors_decode_and_reencode(kind):
-    vectors = load_vectors(kind)
-    assert vectors
-    for vector in vectors:
-        data = bytes.fromhex(vector["hex"])
+    for vector, data in vector_cases(kind):
         assert decode_fields(kind, data) == vector["fields"], vector["name"]
         assert encode_fields(kind, vector["fields"]) == data, vector["name"]
 
@@ -221,7 +219,7 @@ def test_heartbeat_is_one_empty_complete_piece():
 
 # ---------------------------------------------------------------- 5. fuzz
 
-VALID = [bytes.fromhex(v["hex"]) for kind in KINDS for v in load_vectors(kind)]
+VALID = vector_bytes(KINDS)
 
 
 @settings(max_examples=150, deadline=None)

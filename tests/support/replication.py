@@ -5,6 +5,19 @@ import re
 from hypothesis import strategies as st
 
 from rmqproto.errors import CodecError
+from support.interop import load_vectors
+
+
+def vector_cases(kind):
+    """``[(vector, its bytes)]`` of the checked-in vectors of ``kind`` (there must be some)."""
+    vectors = load_vectors(kind)
+    assert vectors, "no checked-in vectors of %s" % kind
+    return [(vector, bytes.fromhex(vector["hex"])) for vector in vectors]
+
+
+def vector_bytes(kinds):
+    """The bytes of every checked-in vector of ``kinds``: the valid encodings fuzzing mutates."""
+    return [data for kind in kinds for _, data in vector_cases(kind)]
 
 
 def strip_none(value):
