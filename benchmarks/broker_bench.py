@@ -257,11 +257,7 @@ class Brokers:
             requests = SendRequests(topics[name]["consume"], QUEUES, body_size, PREFILL_BATCH)
             client = SyncClient(address, timeout=30)
             try:
-                for _ in range(-(-count // PREFILL_BATCH)):
-                    request = requests.next_request()
-                    answer = client.call(request.code, request.ext_fields, request.body)
-                    if answer.code != ResponseCode.SUCCESS:
-                        raise RuntimeError("prefilling %s failed: %s" % (name, answer.remark))
+                requests.send_sync(client, -(-count // PREFILL_BATCH), "prefilling %s" % name)
             finally:
                 client.close()
 

@@ -180,11 +180,7 @@ def fill(brokers, topics, megabytes):
                 size = int(info["commitLogMaxOffset"])
                 if size >= megabytes * MB:
                     break
-                for _ in range(64):
-                    request = requests.next_request()
-                    answer = client.call(request.code, request.ext_fields, request.body)
-                    if answer.code != ResponseCode.SUCCESS:
-                        raise RuntimeError("filling %s failed: %s" % (name, answer.remark))
+                requests.send_sync(client, 64, "filling %s" % name)
         finally:
             client.close()
         sizes[name] = size

@@ -86,6 +86,15 @@ class SendRequests:
         fields[self._properties] = properties_to_string(self._message_properties())
         return RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=self.body)
 
+    def send_sync(self, client, count, what):
+        """Send ``count`` requests one by one over the ``SyncClient`` ``client``; raise
+        ``RuntimeError`` naming ``what`` on the first answer that is not SUCCESS."""
+        for _ in range(count):
+            request = self.next_request()
+            answer = client.call(request.code, request.ext_fields, request.body)
+            if answer.code != ResponseCode.SUCCESS:
+                raise RuntimeError("%s failed: %s" % (what, answer.remark))
+
 
 class Figures:
     """Latencies and errors recorded while measuring; the JSON report of a run."""
