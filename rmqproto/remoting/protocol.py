@@ -5,9 +5,10 @@ the peer's requests through a :class:`~rmqproto.remoting.dispatch.RequestDispatc
 and correlates the peer's responses with its own outgoing requests by opaque
 (the broker calls its clients back on the connection they opened).
 
-Every frame of one ``dataReceived`` is decoded in turn and everything answered
-synchronously goes out in a single ``transport.write``. A peer whose bytes do not
-decode loses its connection, with one log line saying why.
+Every frame of one ``dataReceived`` is decoded in turn and each answer is sent as soon
+as it is made (:func:`~rmqproto.remoting.sendnow.send_now`), so a peer with several
+requests in flight gets the first answer while the broker works on the next. A peer
+whose bytes do not decode loses its connection, with one log line saying why.
 """
 
 import itertools
@@ -20,6 +21,7 @@ from rmqproto.codec.frame import FLAG_ONEWAY, MAX_FRAME_LENGTH, FrameDecoder, de
 from rmqproto.errors import CodecError
 from rmqproto.remoting.dispatch import RequestContext
 from rmqproto.remoting.errors import RemotingConnectionError, RemotingTimeoutError
+from rmqproto.remoting.sendnow import send_now
 
 __all__ = ["RemotingProtocol", "DEFAULT_TIMEOUT", "next_opaque", "format_address"]
 
@@ -61,7 +63,6 @@ class RemotingProtocol(Protocol):
         self.context = None
         self._decoder = FrameDecoder(max_frame_length)
         self._pending = {}  # opaque -> (Deferred, IDelayedCall)
-        self._batch = None  # frames to write at the end of the current dataReceived
         self._open = False
         self.last_activity = reactor.seconds()  # last read or write, for idle-connection reaping
 
@@ -109,17 +110,13 @@ class RemotingProtocol(Protocol):
         if not self._open:
             return
         self.last_activity = self.reactor.seconds()
-        self._batch = []
         try:
             for frame in self._decoder.iter_feed(data):
                 self._command_received(decode_frame(frame))
         except CodecError as exc:
-            self._flush()
             log.warn("closing connection from {peer}: malformed frame: {error}",
                      peer=self.peer, error=exc)
             self.close()
-        finally:
-            self._flush()
 
     def _command_received(self, command):
         if command.is_response:
@@ -193,13 +190,6 @@ class RemotingProtocol(Protocol):
     # ------------------------------------------------------------ writing
 
     def _write(self, frame):
-        if self._batch is not None:  # dataReceived has just set last_activity
-            self._batch.append(frame)
-        elif self._open:
+        if self._open:
             self.last_activity = self.reactor.seconds()
-            self.transport.write(frame)
-
-    def _flush(self):
-        batch, self._batch = self._batch, None
-        if batch:
-            self.transport.write(batch[0] if len(batch) == 1 else b"".join(batch))
+            send_now(self.transport, frame)

@@ -1,0 +1,27 @@
+"""Sending bytes on a TCP transport at once, as Netty's ``writeAndFlush`` from the event loop.
+
+Twisted's ``transport.write`` only queues: the reactor registers the socket for writing,
+wakes up in its next poll and sends then, so every answer costs two ``epoll_ctl`` calls
+and one more loop turn, and a peer waiting for it waits for that turn too.
+:func:`send_now` sends straight away when nothing is queued before the bytes (what could
+not be sent, or anything on another kind of transport, goes through ``transport.write``,
+so ordering, flow control and error handling stay Twisted's).
+"""
+
+from twisted.internet import tcp
+
+__all__ = ["send_now"]
+
+
+def send_now(transport, data):
+    """Write ``data`` to ``transport``, sending it now when the transport has nothing queued."""
+    if (isinstance(transport, tcp.Connection) and not transport.TLS and transport.connected
+            and not transport.disconnecting and not transport.dataBuffer
+            and not transport._tempDataBuffer and not transport._writeDisconnected):
+        sent = transport.writeSomeData(data)
+        if isinstance(sent, Exception):  # the reactor's write will report the loss
+            sent = 0
+        if sent == len(data):
+            return
+        data = data[sent:]
+    transport.write(data)
