@@ -3,7 +3,8 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rmqproto.codec.javalang import java_abs_int, java_string_hash, masked_crc32, to_int32
+from rmqproto.codec.javalang import (java_abs_int, java_string_hash, java_string_hash_uncached,
+                                     masked_crc32, to_int32)
 from rmqproto.codec.storefile import file_name_to_offset, offset_to_file_name, segment_start
 from rmqproto.errors import CodecError
 from support.interop import load_vectors
@@ -36,6 +37,14 @@ def _reference_hash(text):
 @given(st.text(max_size=60))
 def test_hash_matches_the_definition(text):
     assert java_string_hash.__wrapped__(text) == _reference_hash(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(st.characters(max_codepoint=127), max_size=60),
+                 st.text(st.characters(max_codepoint=127), min_size=600, max_size=700)))
+def test_ascii_hash_matches_the_definition(text):
+    """ASCII texts take the base-31 path up to 640 characters, the loop beyond."""
+    assert java_string_hash_uncached(text) == _reference_hash(text) == java_string_hash(text)
 
 
 def test_file_names():
