@@ -723,33 +723,119 @@ def encode_batch(messages):
     return b"".join(parts)
 
 
+def _batch_items(data):
+    """``(flag, body, properties bytes)`` of each message of a batch body, every length checked
+    (each TOTALSIZE must match its fields: stricter than Java, which ignores it)."""
+    pos, end = 0, len(data)
+    unpack_head, unpack_i16 = _BATCH_HEAD.unpack_from, _I16.unpack_from
+    while pos < end:
+        if end - pos < 22:
+            raise TruncatedError("%d bytes cannot hold a batch message" % (end - pos))
+        total, _, _, flag, body_length = unpack_head(data, pos)
+        start = pos
+        pos += 20
+        if body_length < 0 or pos + body_length + 2 > end:
+            raise CodecError("batch body length %d does not fit" % body_length)
+        body = data[pos:pos + body_length]
+        pos += body_length
+        (properties_length,) = unpack_i16(data, pos)
+        pos += 2
+        if properties_length < 0 or pos + properties_length > end:
+            raise CodecError("batch properties length %d does not fit" % properties_length)
+        raw = data[pos:pos + properties_length]
+        pos += properties_length
+        if total != pos - start:
+            raise CodecError("batch TOTALSIZE %d does not match %d" % (total, pos - start))
+        yield flag, body, raw
+
+
 def decode_batch(data):
     """``decodeMessages``: the :class:`Message` list of a batch body (fast path).
 
     Stricter than Java, which ignores TOTALSIZE: each TOTALSIZE must match its fields.
     """
-    messages = []
-    pos, end = 0, len(data)
-    while pos < end:
-        if end - pos < 22:
-            raise TruncatedError("%d bytes cannot hold a batch message" % (end - pos))
-        total, _, _, flag, body_length = _BATCH_HEAD.unpack_from(data, pos)
-        start = pos
-        pos += 20
-        if body_length < 0 or pos + body_length + 2 > end:
-            raise CodecError("batch body length %d does not fit" % body_length)
-        body = bytes(data[pos:pos + body_length])
-        pos += body_length
-        (properties_length,) = _I16.unpack_from(data, pos)
-        pos += 2
-        if properties_length < 0 or pos + properties_length > end:
-            raise CodecError("batch properties length %d does not fit" % properties_length)
-        properties = string_to_properties(_text(data[pos:pos + properties_length]))
-        pos += properties_length
-        if total != pos - start:
-            raise CodecError("batch TOTALSIZE %d does not match %d" % (total, pos - start))
-        messages.append(Message(body, properties, flag))
-    return messages
+    return [Message(bytes(body), string_to_properties(_text(raw)), flag)
+            for flag, body, raw in _batch_items(data)]
+
+
+class BatchRecord(MessageRecord):
+    """The :class:`MessageRecord` of one batch message, as :func:`decode_batch_records` makes
+    it: ``stored_properties`` is its properties string as UTF-8 (what
+    :func:`properties_to_string` gives for ``properties``), made while decoding; whoever
+    changes ``properties`` afterwards sets it to None."""
+
+    __slots__ = ("stored_properties",)
+
+
+def _batch_tail(batch_items, own_values):
+    """The batch pairs a message's string gets after its own, as UTF-8 with the separator
+    before them (``b""`` for none), given the message's values of the batch's names
+    (``own_values``, None where it has no such name); None when the message has a batch
+    name with another value (the batch's value then takes the message's place)."""
+    tail = {}
+    for (name, value), own in zip(batch_items, own_values):
+        if own is None:
+            tail[name] = value
+        elif own != value:
+            return None
+    return _utf8(PROPERTY_SEPARATOR + properties_to_string(tail)) if tail else b""
+
+
+def decode_batch_records(data, batch_properties, prototype):
+    """The records ``asyncSendBatchMessage`` stores for the batch body ``data`` (reference
+    §3.6): each message's flag and body with the topic, queue, sys flag, born timestamp and
+    host, store host, reconsume times and magic code of ``prototype`` (a
+    :class:`MessageRecord`), its properties updated with ``batch_properties`` (a dict in
+    writing order), as :class:`BatchRecord` objects (body CRC 0: the store computes it).
+
+    The stored properties string is what :func:`properties_to_string` writes for those
+    merged properties. When the message's own string is one that writer makes (every pair
+    kept, no name twice: parsing it gives as many pairs as it has fragments) and it holds
+    no batch name with another value, that is the message's own bytes followed by the
+    batch's other pairs, so only those (one string per batch) are encoded. Raises as
+    :func:`decode_batch` does.
+    """
+    batch_items = list(batch_properties.items())
+    batch_names = [name for name, _ in batch_items]
+    tails = {}  # the message's values of the batch names -> _batch_tail
+    topic, queue_id, sys_flag = prototype.topic, prototype.queue_id, prototype.sys_flag
+    born_timestamp, born_host = prototype.born_timestamp, prototype.born_host
+    store_host, reconsume_times = prototype.store_host, prototype.reconsume_times
+    magic_code = prototype.magic_code
+    new = object.__new__
+    records = []
+    for flag, body, raw in _batch_items(data):
+        text = str(raw, "utf-8", "surrogateescape")
+        properties = string_to_properties(text)
+        own_values = tuple(map(properties.get, batch_names))
+        try:
+            tail = tails[own_values]
+        except KeyError:
+            tail = tails[own_values] = _batch_tail(batch_items, own_values)
+        written = not text or text.count(PROPERTY_SEPARATOR) + 1 == len(properties)
+        properties.update(batch_properties)
+        if tail is not None and written:
+            stored = bytes(raw) + tail if text else tail[1:]
+        else:
+            stored = _utf8(properties_to_string(properties))
+        record = new(BatchRecord)
+        record.topic = topic
+        record.body = bytes(body)
+        record.properties = properties
+        record.queue_id = queue_id
+        record.flag = flag
+        record.queue_offset = record.commit_log_offset = record.store_timestamp = 0
+        record.sys_flag = sys_flag
+        record.born_timestamp = born_timestamp
+        record.born_host = born_host
+        record.store_host = store_host
+        record.reconsume_times = reconsume_times
+        record.prepared_transaction_offset = record.body_crc = 0
+        record.magic_code = magic_code
+        record._store_size = None
+        record.stored_properties = stored
+        records.append(record)
+    return records
 
 
 def parse_batch_declared(data):

@@ -36,7 +36,7 @@ from rmqproto.codec.message import (
     MULTI_TAGS_FLAG, PROPERTY_CLUSTER, PROPERTY_MSG_REGION,
     PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TRACE_SWITCH,
     PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK, TRANSACTION_NOT_TYPE,
-    TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch, string_to_properties,
+    TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch_records, string_to_properties,
 )
 from rmqproto.remoting.client import parse_address
 from rmqproto.store.config import store_paths
@@ -325,18 +325,10 @@ class SendMessageProcessor:
         batch_properties = string_to_properties(header.properties)
         batch_properties[PROPERTY_CLUSTER] = self.config["brokerClusterName"]
         batch_properties = java_property_order(batch_properties)
-        sys_flag = self._sys_flag(header, topic_config)
-        born_host = self._born_host(context)
-        topic, born_timestamp = header.topic, header.born_timestamp
-        store = self.store_host
-        reconsume_times = header.reconsume_times or 0
-        records = []
-        for message in decode_batch(body):
-            properties = message.properties  # a dict of its own: decode_batch made it
-            properties.update(batch_properties)
-            # body_crc: the store's append computes it
-            records.append(MessageRecord(
-                topic, message.body, properties, queue_id, message.flag, sys_flag=sys_flag,
-                born_timestamp=born_timestamp, born_host=born_host, store_host=store,
-                reconsume_times=reconsume_times, body_crc=0))
-        return records, wait_store_msg_ok(batch_properties)
+        # what the batch's records share; the body CRC is the store's append's to compute
+        prototype = MessageRecord(
+            header.topic, queue_id=queue_id, sys_flag=self._sys_flag(header, topic_config),
+            born_timestamp=header.born_timestamp, born_host=self._born_host(context),
+            store_host=self.store_host, reconsume_times=header.reconsume_times or 0, body_crc=0)
+        return (decode_batch_records(body, batch_properties, prototype),
+                wait_store_msg_ok(batch_properties))

@@ -1,0 +1,110 @@
+"""decode_batch_records: the records of a batch body, with the batch's properties merged into
+each message's and the stored properties string built from the message's own bytes where
+that is the same string, equal to decoding, merging and encoding each message (reference §3.6)."""
+
+import struct
+
+from hypothesis import given, settings, strategies as st
+
+from rmqproto.codec import message as m
+from rmqproto.errors import CodecError
+from support.recordstrategies import HOSTS, INT32, INT64, PROPERTY_TEXT, TOPICS
+
+#: Names a batch header and its messages both may hold, so that they overlap often.
+_NAMES = st.one_of(st.sampled_from(["WAIT", "CLUSTER", "UNIQ_KEY", "TAGS", "KEYS"]), PROPERTY_TEXT)
+_VALUES = st.one_of(st.sampled_from(["true", "false", "C"]), PROPERTY_TEXT)
+
+
+@st.composite
+def _property_bytes(draw):
+    """A message's properties string as a client may send it: pairs as the writer makes them,
+    or with a trailing separator, empty fragments, a pair without value, a name twice, bytes
+    that are not UTF-8."""
+    pairs = draw(st.lists(st.tuples(_NAMES, _VALUES), max_size=4))
+    fragments = [name + "\x01" + value for name, value in pairs]
+    extra = draw(st.sampled_from(["", "", "", "\x02", "\x02\x02", "NAME\x01", "\x01v"]))
+    if extra and fragments:
+        fragments.insert(draw(st.integers(0, len(fragments))), extra)
+    if pairs and draw(st.integers(0, 5)) == 0:
+        fragments.append(fragments[0])  # a name twice
+    raw = "\x02".join(fragments).encode("utf-8")
+    if draw(st.integers(0, 9)) == 0:
+        raw += b"\xff\xfe"  # not UTF-8: kept as it came
+    return raw
+
+
+def _batch_body(items):
+    return b"".join(struct.pack(">iiiii", 22 + len(body) + len(props), 0, 0, flag, len(body))
+                    + body + struct.pack(">h", len(props)) + props
+                    for flag, body, props in items)
+
+
+_ITEMS = st.lists(st.tuples(INT32, st.binary(max_size=40), _property_bytes()), max_size=5)
+_BATCH_PROPERTIES = st.dictionaries(_NAMES, _VALUES, max_size=3)
+
+
+def _prototype(draw_fields):
+    topic, queue_id, sys_flag, born_timestamp, born_host, store_host, reconsume_times = draw_fields
+    return m.MessageRecord(topic, queue_id=queue_id, sys_flag=sys_flag,
+                           born_timestamp=born_timestamp, born_host=born_host,
+                           store_host=store_host, reconsume_times=reconsume_times, body_crc=0)
+
+
+_PROTOTYPES = st.tuples(TOPICS, INT32, INT32, INT64, HOSTS, HOSTS, INT32).map(_prototype)
+
+
+def _expected(data, batch_properties, prototype):
+    """Each message decoded, its properties updated with the batch's, encoded again."""
+    records = []
+    for message in m.decode_batch(data):
+        properties = dict(message.properties)
+        properties.update(batch_properties)
+        record = m.MessageRecord(
+            prototype.topic, message.body, properties, prototype.queue_id, message.flag,
+            sys_flag=prototype.sys_flag, born_timestamp=prototype.born_timestamp,
+            born_host=prototype.born_host, store_host=prototype.store_host,
+            reconsume_times=prototype.reconsume_times, body_crc=0)
+        records.append((record, m.properties_to_string(properties).encode("utf-8", "surrogateescape")))
+    return records
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ITEMS, _BATCH_PROPERTIES, _PROTOTYPES)
+def test_records_equal_decode_merge_and_encode(items, batch_properties, prototype):
+    data = _batch_body(items)
+    records = m.decode_batch_records(data, batch_properties, prototype)
+    expected = _expected(data, batch_properties, prototype)
+    assert [r.fields() for r in records] == [e.fields() for e, _ in expected]
+    assert [list(r.properties.items()) for r in records] == [
+        list(e.properties.items()) for e, _ in expected]
+    assert [r.stored_properties for r in records] == [p for _, p in expected]
+    for record, (reference, properties) in zip(records, expected):
+        assert m.encode_record(record, record.stored_properties) == m.encode_record(reference)
+
+
+def test_own_bytes_then_the_batch_pairs_the_message_lacks():
+    items = [(0, b"a", b"WAIT\x01true\x02UNIQ_KEY\x01U1"), (1, b"b", b""),
+             (2, b"c", b"UNIQ_KEY\x01U3\x02"), (3, b"d", b"CLUSTER\x01Other\x02UNIQ_KEY\x01U4")]
+    records = m.decode_batch_records(_batch_body(items), {"CLUSTER": "C", "WAIT": "true"},
+                                     m.MessageRecord("T"))
+    assert [r.stored_properties for r in records] == [
+        b"WAIT\x01true\x02UNIQ_KEY\x01U1\x02CLUSTER\x01C",
+        b"CLUSTER\x01C\x02WAIT\x01true",
+        b"UNIQ_KEY\x01U3\x02CLUSTER\x01C\x02WAIT\x01true",  # the trailing separator not kept
+        b"CLUSTER\x01C\x02UNIQ_KEY\x01U4\x02WAIT\x01true"]  # the batch's value in its place
+    assert [r.flag for r in records] == [0, 1, 2, 3]
+    assert [type(r) for r in records] == [m.BatchRecord] * 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_bad_bodies_fail_as_decode_batch_does(data):
+    def outcome(fn):
+        try:
+            fn(data)
+        except CodecError as exc:
+            return type(exc), str(exc)
+        return None
+
+    assert outcome(lambda d: m.decode_batch_records(d, {"CLUSTER": "C"}, m.MessageRecord("T"))) \
+        == outcome(m.decode_batch)
