@@ -23,6 +23,7 @@ from zope.interface import implementer
 from rmqproto.codec.ha import TRANSFER_HEADER, SlaveReportReader
 from rmqproto.ha.replicas import ReplicaTable, ReportKind
 from rmqproto.ha.transfer import GroupTransferWaits
+from rmqproto.remoting.sendnow import send_now
 from rmqproto.store.results import PutMessageStatus
 
 __all__ = ["HAMasterConnection", "HAMasterFactory", "HAMasterService", "TICK_SECONDS",
@@ -108,7 +109,7 @@ class HAMasterConnection(protocol.Protocol):
         self._flow_wait = None
 
     def _write(self, offset, data, now):
-        self.transport.writeSequence((TRANSFER_HEADER.pack(offset, len(data)), data))
+        send_now(self.transport, TRANSFER_HEADER.pack(offset, len(data)) + data)
         self.replica.flow.add(TRANSFER_HEADER.size + len(data), now)
         self.last_write = now
 

@@ -15,6 +15,7 @@ from twisted.logger import Logger
 from rmqproto.broker.slavesync import SlaveSynchronize
 from rmqproto.ha.client import Close, Connect, HAClient, Send
 from rmqproto.remoting.client import connect
+from rmqproto.remoting.sendnow import send_now
 
 __all__ = ["HAClientProtocol", "HAClientConnector", "HASlaveService", "CONNECT_TIMEOUT"]
 
@@ -75,7 +76,7 @@ class HAClientConnector:
                 self._connect(action.address)
             elif isinstance(action, Send):
                 if self.protocol is not None:
-                    self.protocol.transport.write(action.data)
+                    send_now(self.protocol.transport, action.data)
             elif isinstance(action, Close):
                 current, self.protocol = self.protocol, None
                 if current is not None:
