@@ -45,9 +45,10 @@ def _topic_illegal(topic):
     return len(topic) > MAX_TOPIC_LENGTH or len(raw) > MAX_TOPIC_LENGTH or not raw
 
 
-def _check_sizes(record, props, topic_length, max_message_size):
+def _check_sizes(record, props, overhead, max_message_size):
     """The status of ``record`` with its encoded properties ``props`` (None: not encodable)
-    and a topic already checked: MESSAGE_ILLEGAL for properties over 32767 characters,
+    and a topic already checked (``overhead``: the record's length without body and
+    properties): MESSAGE_ILLEGAL for properties over 32767 characters,
     PROPERTIES_SIZE_EXCEEDED over 32767 bytes, MESSAGE_ILLEGAL for a body over
     ``maxMessageSize`` or a record beyond the encoder's buffer. On PUT_OK the record gets
     the 4.x magic code and its ``store_size``."""
@@ -60,7 +61,7 @@ def _check_sizes(record, props, topic_length, max_message_size):
     body_length = len(record.body)
     if body_length > max_message_size:
         return PutMessageStatus.MESSAGE_ILLEGAL
-    length = msg.record_length(record.sys_flag, body_length, topic_length, len(props))
+    length = overhead + body_length + len(props)
     if length > max_message_size + _ENCODER_HEADROOM:
         return PutMessageStatus.MESSAGE_ILLEGAL
     record.magic_code = msg.MESSAGE_MAGIC_CODE
@@ -78,7 +79,8 @@ def check_message(record, max_message_size):
     if _topic_illegal(record.topic):
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     props = _properties_bytes(record)
-    status = _check_sizes(record, props, len(_topic_bytes(record.topic)), max_message_size)
+    overhead = msg.record_length(record.sys_flag, 0, len(_topic_bytes(record.topic)), 0)
+    status = _check_sizes(record, props, overhead, max_message_size)
     return status, props if status is PutMessageStatus.PUT_OK else None
 
 
@@ -86,8 +88,9 @@ def check_batch(records, max_message_size):
     """The put status of a batch before it is written (``checkMessages``, ``asyncPutMessages``):
     empty, mixed queues, a transaction flag or a delay level are MESSAGE_ILLEGAL, so is a
     batch body (client encoding, reference §3.6) over ``maxMessageSize``; then each message
-    as in :func:`check_message` (the shared topic checked once). With it the list of the
-    properties strings (None unless PUT_OK)."""
+    as in :func:`check_message` (the shared topic checked once; a
+    :class:`~rmqproto.codec.message.BatchRecord`'s properties string is the one it was
+    decoded with). With it the list of the properties strings (None unless PUT_OK)."""
     if not records:
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     first = records[0]
@@ -95,14 +98,21 @@ def check_batch(records, max_message_size):
     if _topic_illegal(topic):
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     topic_length = len(_topic_bytes(topic))
+    overheads = {}  # sys flag -> record length without body and properties
     batch_body = 0
     properties = []
     for record in records:
+        sys_flag = record.sys_flag
         if (record.topic != topic or record.queue_id != queue_id
-                or record.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE or delay_level(record) > 0):
+                or sys_flag & msg.TRANSACTION_ROLLBACK_TYPE or delay_level(record) > 0):
             return PutMessageStatus.MESSAGE_ILLEGAL, None
-        props = _properties_bytes(record)
-        status = _check_sizes(record, props, topic_length, max_message_size)
+        props = getattr(record, "stored_properties", None)
+        if props is None:
+            props = _properties_bytes(record)
+        overhead = overheads.get(sys_flag)
+        if overhead is None:
+            overhead = overheads[sys_flag] = msg.record_length(sys_flag, 0, topic_length, 0)
+        status = _check_sizes(record, props, overhead, max_message_size)
         if status is not PutMessageStatus.PUT_OK:
             return status, None
         properties.append(props)

@@ -144,6 +144,12 @@ def is_the_batch_full(size_py, max_msg_nums, buffer_total, message_total, in_dis
             or message_total > config["maxTransferCountOnMessageInMemory"] - 1)
 
 
+def _scan_bytes(max_msg_nums):
+    """How many bytes of consume-queue units one ``getMessage`` scans at most (Java's
+    ``maxFilterMessageCount``): they are all that is copied out of the mapped file."""
+    return max(16000, max_msg_nums * _UNIT)
+
+
 @implementer(IMessageStore)
 class DefaultMessageStore:
     """The default :class:`~rmqproto.store.interfaces.IMessageStore`.
@@ -430,6 +436,21 @@ class DefaultMessageStore:
         record.sys_flag = (record.sys_flag & ~(msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG)
                            ) | msg.host_flags(record.born_host, record.store_host)
 
+    @classmethod
+    def _fix_batch_host_flags(cls, records):
+        """:meth:`_fix_host_flags` of each record; the bits computed once for the records
+        with the first record's hosts (all of a batch the broker decoded)."""
+        if not records:
+            return
+        born, store = records[0].born_host, records[0].store_host
+        flags = msg.host_flags(born, store)
+        keep = ~(msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG)
+        for record in records:
+            if record.born_host == born and record.store_host == store:
+                record.sys_flag = (record.sys_flag & keep) | flags
+            else:
+                cls._fix_host_flags(record)
+
     def put_message(self, record, wait_store_msg_ok=True):
         status = self._store_status()
         if status is PutMessageStatus.PUT_OK and len(record.topic) > 127:
@@ -447,8 +468,7 @@ class DefaultMessageStore:
         records = list(records)
         status = self._store_status()
         if status is PutMessageStatus.PUT_OK:
-            for record in records:
-                self._fix_host_flags(record)
+            self._fix_batch_host_flags(records)
             status, properties = check_batch(records, self.config["maxMessageSize"])
         if status is not PutMessageStatus.PUT_OK:
             return self._refused(status)
@@ -579,7 +599,7 @@ class DefaultMessageStore:
         elif offset > max_offset:
             status, next_begin = GetMessageStatus.OFFSET_OVERFLOW_BADLY, correction(max_offset)
         else:
-            units = cq.get_index_buffer(offset)
+            units = cq.get_index_buffer(offset, _scan_bytes(max_msg_nums))
             if units is None:
                 status = GetMessageStatus.OFFSET_FOUND_NULL
                 next_begin = correction(cq.roll_next_file(offset))
@@ -600,7 +620,7 @@ class DefaultMessageStore:
         status = GetMessageStatus.NO_MATCHED_MESSAGE
         next_phy_file_start = None
         max_phy_pulling = 0
-        limit = min(len(units), max(16000, max_msg_nums * _UNIT))
+        limit = len(units)
         total = 0
         i = 0
         while i + _UNIT <= limit:
