@@ -212,20 +212,21 @@ class ConsumeQueue:
 
     # -- reading
 
-    def get_index_buffer(self, index):
+    def get_index_buffer(self, index, max_size=None):
         """``getIndexBuffer``: the written units from logical offset ``index`` to the end of its
-        file, or None when that offset is below the minimum or not there."""
+        file (at most ``max_size`` bytes of them: they are copied out of the mapping), or None
+        when that offset is below the minimum or not there."""
         position = index * CQ_STORE_UNIT_SIZE
         if position < self.min_logic_offset:
             return None
         mapped = self.queue.find_mapped_file_by_offset(position)
         if mapped is None:
             return None
-        return mapped.read_from(position % self.file_size)
+        return mapped.read_from(position % self.file_size, max_size)
 
     def unit(self, index):
         """``(commit-log offset, size, tags code)`` at logical offset ``index``, or None."""
-        data = self.get_index_buffer(index)
+        data = self.get_index_buffer(index, CQ_STORE_UNIT_SIZE)
         if not data or len(data) < CQ_STORE_UNIT_SIZE:
             return None
         return _UNIT.unpack_from(data)
