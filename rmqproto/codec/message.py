@@ -623,39 +623,109 @@ class RecordScan:
         self.error = None
 
     def __iter__(self):
-        buffer = self.buffer
-        decode = self.decode
-        check_crc = self.check_crc
-        size = len(buffer)
+        step = self._step
         while True:
-            pos = self.position
-            if size - pos < 8:
-                if any(buffer[pos:size]):
-                    self._finish("corrupt", TruncatedError("%d stray bytes at the end" % (size - pos)))
-                else:
-                    self._finish("empty")
+            record = step()
+            if record is None:
                 return
-            total, magic = _HEAD.unpack_from(buffer, pos)
-            if magic == BLANK_MAGIC_CODE:
-                self.blank_size = total
-                self._finish("blank")
-                return
-            if magic == 0 and total == 0:
-                self._finish("empty")
-                return
-            try:
-                record = decode(buffer, pos, check_crc)
-            except CodecError as exc:
-                # without its traceback: frames holding ``buffer`` (an mmap view) would keep
-                # the segment from closing until the garbage collector runs
-                self._finish("corrupt", exc.with_traceback(None))
-                return
-            self.position = pos + total  # the decoder checked TOTALSIZE
             yield record
+
+    def _step(self):
+        """Decode the record at ``position`` and move past it; None when the scan stops there."""
+        if self.stop is not None:
+            return None
+        buffer = self.buffer
+        size = len(buffer)
+        pos = self.position
+        if size - pos < 8:
+            if any(buffer[pos:size]):
+                self._finish("corrupt", TruncatedError("%d stray bytes at the end" % (size - pos)))
+            else:
+                self._finish("empty")
+            return None
+        total, magic = _HEAD.unpack_from(buffer, pos)
+        if magic == BLANK_MAGIC_CODE:
+            self.blank_size = total
+            self._finish("blank")
+            return None
+        if magic == 0 and total == 0:
+            self._finish("empty")
+            return None
+        try:
+            record = self.decode(buffer, pos, self.check_crc)
+        except CodecError as exc:
+            # without its traceback: frames holding ``buffer`` (an mmap view) would keep
+            # the segment from closing until the garbage collector runs
+            self._finish("corrupt", exc.with_traceback(None))
+            return None
+        self.position = pos + total  # the decoder checked TOTALSIZE
+        return record
 
     def _finish(self, stop, error=None):
         self.stop = stop
         self.error = error
+
+
+#: The fields :class:`DispatchScan` reads of a version-1 record with IPv4 hosts: TOTALSIZE,
+#: MAGICCODE, BODYCRC, QUEUEID, QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, STORETIMESTAMP,
+#: PREPARED TRANSACTION OFFSET and the body length (the other fixed fields skipped).
+_DISPATCH_V1 = struct.Struct(">iiii4xqqi8x8xq8x4xqi")
+
+
+class DispatchScan(RecordScan):
+    """A :class:`RecordScan` of :func:`decode_dispatch_fields` tuples that also reads them a
+    batch at a time (:meth:`take`), the way the reput does."""
+
+    def __init__(self, buffer, start=0, check_crc=False):
+        super().__init__(buffer, start, check_crc, decode_dispatch_fields)
+
+    def take(self, max_count, limit=None):
+        """The next records (at most ``max_count``; once ``position`` reaches ``limit``, no
+        more), as iterating would yield them, with ``position``, ``stop`` and ``error`` as
+        iteration leaves them; an empty list once the scan has stopped.
+
+        The usual record (version-1 magic code, IPv4 hosts) is read with one ``struct``
+        call and the checks of :func:`_record_layout` written out here; a record where any
+        of them fails (and a blank, the end, any other layout) takes the path of
+        iteration, which decides and says why."""
+        fields = []
+        buffer = self.buffer
+        size = len(buffer)
+        stop_at = size + 1 if limit is None else limit
+        check_crc = self.check_crc
+        unpack = _DISPATCH_V1.unpack_from
+        fixed = _DISPATCH_V1.size
+        append = fields.append
+        pos = self.position
+        while len(fields) < max_count and pos < stop_at and self.stop is None:
+            if size - pos >= fixed:
+                (total, magic, body_crc, queue_id, queue_offset, offset, sys_flag, timestamp,
+                 prepared, body_length) = unpack(buffer, pos)
+                end = pos + total
+                topic_pos = pos + fixed + body_length + 1  # after the 1-byte topic length
+                if (magic == MESSAGE_MAGIC_CODE and total >= _MIN_RECORD_LENGTH and end <= size
+                        and not sys_flag & _HOST_FLAGS and body_length >= 0 and topic_pos <= end):
+                    topic_length = buffer[topic_pos - 1]
+                    properties_pos = topic_pos + topic_length + 2
+                    properties_length = end - properties_pos
+                    if (topic_length <= MAX_TOPIC_LENGTH_V1
+                            and 0 <= properties_length <= MAX_PROPERTIES_LENGTH
+                            and buffer[properties_pos - 2] == properties_length >> 8
+                            and buffer[properties_pos - 1] == properties_length & 0xFF
+                            and (not check_crc or masked_crc32(
+                                buffer[pos + fixed:topic_pos - 1]) == body_crc)):
+                        append((_topic_text(bytes(buffer[topic_pos:topic_pos + topic_length])),
+                                queue_id, queue_offset, offset, sys_flag, timestamp, prepared,
+                                _properties_at(buffer, properties_pos, end), total))
+                        pos = end
+                        continue
+            self.position = pos
+            record = self._step()
+            if record is not None:
+                append(record)
+            pos = self.position
+        self.position = pos
+        return fields
 
 
 def iter_records(buffer, start=0, check_crc=False):
@@ -664,8 +734,8 @@ def iter_records(buffer, start=0, check_crc=False):
 
 
 def iter_dispatch_fields(buffer, start=0, check_crc=False):
-    """A :class:`RecordScan` of :func:`decode_dispatch_fields` tuples over ``buffer`` from ``start``."""
-    return RecordScan(buffer, start, check_crc, decode_dispatch_fields)
+    """A :class:`DispatchScan` of :func:`decode_dispatch_fields` tuples over ``buffer`` from ``start``."""
+    return DispatchScan(buffer, start, check_crc)
 
 
 # ---------------------------------------------------------------- client batch (§3.6)
