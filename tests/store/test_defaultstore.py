@@ -207,6 +207,19 @@ def test_batch_is_contiguous_with_consecutive_queue_offsets(stores):
     assert bad[0].status is S.MESSAGE_ILLEGAL
 
 
+def test_batch_records_get_the_host_bits_of_their_own_hosts(stores):
+    store = stores.open()
+    batch = [record(body=b"m%d" % i) for i in range(3)]
+    batch[1].born_host = ("::1", 5)  # changed after the record was made: its bits are stale
+    results = []
+    store.put_messages(batch).addCallback(results.append)
+    assert results[0].status is S.PUT_OK
+    got = store.get_message("g", "TopicA", 0, 0, 32)
+    decoded = [msg.decode_record(m) for m in got.messages]
+    assert [r.sys_flag & msg.BORNHOST_V6_FLAG for r in decoded] == [0, msg.BORNHOST_V6_FLAG, 0]
+    assert [r.born_host for r in decoded] == [r.born_host for r in batch]
+
+
 def test_batch_crossing_a_segment_goes_whole_to_the_next(stores):
     store = stores.open()
     starts = []

@@ -177,6 +177,30 @@ def test_batch_checks():
                        limit)[0] is S.MESSAGE_ILLEGAL
 
 
+def test_batch_checks_take_a_batch_records_stored_properties():
+    limit = CONFIG["maxMessageSize"]
+    body = msg.encode_batch([msg.Message(b"a", {"UNIQ_KEY": "U1", "WAIT": "true"}),
+                             msg.Message(b"b", {"TAGS": "T"}, 3)])
+    records = msg.decode_batch_records(body, {"CLUSTER": "C", "WAIT": "true"}, record())
+    plain = [record(body=r.body, **r.properties) for r in records]
+    status, properties = check_batch(records, limit)
+    assert status is S.PUT_OK
+    assert properties == [r.stored_properties for r in records] == check_batch(plain, limit)[1]
+    assert [r.store_size for r in records] == [r.store_size for r in plain]
+    records[1].stored_properties = ("P\x01" + "é" * 16400).encode()  # trusted as it is
+    assert check_batch(records, limit)[0] is S.PROPERTIES_SIZE_EXCEEDED
+
+
+def test_batch_checks_size_each_sys_flag():
+    v6 = record()
+    v6.born_host = ("::1", 5)
+    v6.sys_flag |= msg.BORNHOST_V6_FLAG
+    records = [record(), v6, record()]
+    assert check_batch(records, CONFIG["maxMessageSize"])[0] is S.PUT_OK
+    assert [r.store_size for r in records] == [len(msg.encode_record(r)) for r in records]
+    assert records[1].store_size == records[0].store_size + 12
+
+
 # ---------------------------------------------------------------- delay levels
 
 def test_delay_levels_parse_like_java():
