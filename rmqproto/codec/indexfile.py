@@ -13,7 +13,7 @@ from typing import NamedTuple
 import construct as cs
 
 from rmqproto.codec.construct_util import build_or_raise, parse_or_raise
-from rmqproto.codec.javalang import java_abs_int, java_string_hash
+from rmqproto.codec.javalang import java_abs_int, java_string_hash, java_string_hash_uncached
 from rmqproto.errors import CodecError, TruncatedError
 
 __all__ = [
@@ -202,44 +202,60 @@ class IndexFile:
 
     def put_key(self, key, phy_offset, store_timestamp):
         """``IndexFile.putKey``: add ``key``; False when the file is full. ``CodecError``
-        (nothing written) when ``phy_offset`` or ``store_timestamp`` is not a Java long.
+        (nothing written) when ``phy_offset`` or ``store_timestamp`` is not a Java long."""
+        return self.put_keys(((key, phy_offset, store_timestamp),)) == 1
 
-        The whole header is written back at once (the fields Java's setters leave alone
-        keep their bytes)."""
-        count = self.index_count
-        if count >= self.index_num:
-            return False
-        if not (_LONG_MIN <= phy_offset <= _LONG_MAX and _LONG_MIN <= store_timestamp <= _LONG_MAX):
-            raise CodecError("index entry out of range: offset %r, timestamp %r"
-                             % (phy_offset, store_timestamp))
-        key_hash = java_string_hash(key)
-        if key_hash < 0:  # Math.abs, and 0 for Integer.MIN_VALUE (see index_key_hash)
-            key_hash = -key_hash if key_hash != _INT_MIN else 0
+    def put_keys(self, entries, start=0):
+        """:meth:`put_key` of each ``(key, phy_offset, store_timestamp)`` of ``entries`` from
+        ``start`` on, until the file is full; returns the index of the first entry not put.
+
+        The header is written once, after the last put: the same bytes as a header written
+        back after each put (the fields Java's setters leave alone keep theirs). An entry
+        out of range raises ``CodecError`` with the entries before it put."""
+        count = first = self.index_count
+        index_num, slot_num = self.index_num, self.hash_slot_num
         buffer = self.buffer
-        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
-        (slot_value,) = _SLOT.unpack_from(buffer, slot_pos)
-        if slot_value <= 0 or slot_value > count:
-            slot_value = 0
-        begin = self.begin_timestamp
-        if begin <= 0:
-            time_diff = 0
-        else:
-            elapsed = store_timestamp - begin
-            time_diff = min(elapsed // 1000, _INT_MAX) if elapsed >= 0 else 0
-        _ENTRY.pack_into(buffer, self._entries_at + count * INDEX_SIZE,
-                         key_hash, phy_offset, time_diff, slot_value)
-        _SLOT.pack_into(buffer, slot_pos, count)
-        if count <= 1:
-            self.begin_phy_offset = phy_offset
-            self.begin_timestamp = store_timestamp
-        self.end_phy_offset = phy_offset
-        self.end_timestamp = store_timestamp
-        if slot_value == 0:
-            self.hash_slot_count += 1
-        self.index_count = count + 1
-        _HEADER.pack_into(buffer, 0, self.begin_timestamp, store_timestamp, self.begin_phy_offset,
-                          phy_offset, self.hash_slot_count, count + 1)
-        return True
+        entries_at = self._entries_at
+        slot_count = self.hash_slot_count
+        begin_timestamp, begin_phy_offset = self.begin_timestamp, self.begin_phy_offset
+        pack_entry, pack_slot, unpack_slot = _ENTRY.pack_into, _SLOT.pack_into, _SLOT.unpack_from
+        end = len(entries)
+        i = start
+        try:
+            while i < end and count < index_num:
+                key, phy_offset, timestamp = entries[i]
+                if not (_LONG_MIN <= phy_offset <= _LONG_MAX
+                        and _LONG_MIN <= timestamp <= _LONG_MAX):
+                    raise CodecError("index entry out of range: offset %r, timestamp %r"
+                                     % (phy_offset, timestamp))
+                key_hash = java_string_hash_uncached(key)
+                if key_hash < 0:  # Math.abs, and 0 for Integer.MIN_VALUE (see index_key_hash)
+                    key_hash = -key_hash if key_hash != _INT_MIN else 0
+                slot_pos = INDEX_HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE
+                (slot_value,) = unpack_slot(buffer, slot_pos)
+                if slot_value <= 0 or slot_value > count:
+                    slot_value = 0
+                    slot_count += 1
+                if begin_timestamp <= 0:
+                    time_diff = 0
+                else:
+                    elapsed = timestamp - begin_timestamp
+                    time_diff = min(elapsed // 1000, _INT_MAX) if elapsed >= 0 else 0
+                pack_entry(buffer, entries_at + count * INDEX_SIZE,
+                           key_hash, phy_offset, time_diff, slot_value)
+                pack_slot(buffer, slot_pos, count)
+                if count <= 1:
+                    begin_phy_offset, begin_timestamp = phy_offset, timestamp
+                count += 1
+                i += 1
+        finally:
+            if count != first:
+                self.begin_timestamp, self.begin_phy_offset = begin_timestamp, begin_phy_offset
+                self.end_phy_offset, self.end_timestamp = entries[i - 1][1:]
+                self.hash_slot_count, self.index_count = slot_count, count
+                _HEADER.pack_into(buffer, 0, begin_timestamp, self.end_timestamp,
+                                  begin_phy_offset, self.end_phy_offset, slot_count, count)
+        return i
 
     def select_phy_offsets(self, key, max_num=64, begin=0, end=(1 << 63) - 1):
         """``IndexFile.selectPhyOffset``: offsets of entries for ``key`` stored in [begin, end] ms,

@@ -86,32 +86,44 @@ class IndexService:
         self.build_indexes((request,))
 
     def build_indexes(self, requests):
-        """``buildIndex`` of each request, in order: add its ``UNIQ_KEY`` and ``KEYS`` words
-        (not for rolled-back transactions, nor for offsets the newest file already covers)."""
+        """``buildIndex`` of each request (a tuple in ``DispatchRequest`` order), in order: add
+        its ``UNIQ_KEY`` and ``KEYS`` words (not for rolled-back transactions, nor for offsets
+        the newest file already covers).
+
+        The keys of the whole batch go to :meth:`IndexFile.put_keys` at once. As in Java, a
+        request with keys finds the newest file (creating one when there is none or the
+        newest is full) even when it adds nothing."""
+        entries = []
         f = None
-        for request in requests:
-            uniq_key, words = request.uniq_key, request.keys
+        end_phy_offset = 0
+        rolls = False  # a request with keys came while the file may have been full
+        for topic, _, offset, _, _, timestamp, _, words, uniq_key, sys_flag, _, _ in requests:
             if not uniq_key and not words:
                 continue
-            if f is None or f.index.is_write_full:
-                f = self._last_file()  # else the newest file is still f
-            offset = request.commit_log_offset
-            if (offset < f.index.end_phy_offset
-                    or msg.transaction_type(request.sys_flag) == msg.TRANSACTION_ROLLBACK_TYPE):
+            if f is None:
+                f = self._last_file()
+                end_phy_offset = f.index.end_phy_offset
+            rolls = True
+            if (offset < end_phy_offset
+                    or msg.transaction_type(sys_flag) == msg.TRANSACTION_ROLLBACK_TYPE):
                 continue
-            topic, timestamp = request.topic, request.store_timestamp
+            before = len(entries)
             if uniq_key:
-                f = self._put_key(f, build_key(topic, uniq_key), offset, timestamp)
+                entries.append((build_key(topic, uniq_key), offset, timestamp))
             if words:
                 for word in words.split(msg.KEY_SEPARATOR):
                     if word:
-                        f = self._put_key(f, build_key(topic, word), offset, timestamp)
-
-    def _put_key(self, f, key, offset, timestamp):
-        """Put into ``f``, or into new files while they are full; the file that took it."""
-        while not f.index.put_key(key, offset, timestamp):
-            f = self._last_file()
-        return f
+                        entries.append((build_key(topic, word), offset, timestamp))
+            if len(entries) > before:
+                end_phy_offset = offset
+                rolls = False
+        done = 0
+        while done < len(entries):
+            done = f.index.put_keys(entries, done)
+            if done < len(entries):
+                f = self._last_file()
+        if rolls and f.index.is_write_full:
+            self._last_file()
 
     def query_offset(self, topic, key, max_num, begin, end):
         """``queryOffset``: ``(offsets, last update timestamp, last update phy offset)``."""

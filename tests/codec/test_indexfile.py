@@ -43,6 +43,45 @@ def test_replaying_the_store_rebuilds_the_index_byte_for_byte():
     assert header == ours.header and header.index_count == 1 + sum(len(_index_keys(r)) for r in records)
 
 
+def test_replaying_the_store_in_one_batch_rebuilds_the_index_byte_for_byte():
+    files = store_files(load_vectors("store_files"))
+    records, _ = files.commitlog_records()
+    ours = ix.IndexFile(bytearray(len(files.files["index"])), files.summary["hash_slot_num"],
+                        files.summary["index_num"])
+    entries = [(key, r.commit_log_offset, r.store_timestamp) for r in records
+               if transaction_type(r.sys_flag) != TRANSACTION_ROLLBACK_TYPE
+               for key in _index_keys(r)]
+    assert ours.put_keys(entries) == len(entries)
+    assert bytes(ours.buffer) == files.files["index"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["T#a", "T#b", "T#c", "U#a", "polygenelubricants"]),
+                          st.integers(0, 1 << 40), st.integers(0, 1 << 42)), max_size=14),
+       st.integers(1, 5), st.integers(0, 1 << 40), st.integers(0, 1 << 42))
+def test_put_keys_in_chunks_equals_put_key_one_by_one(puts, chunk, seed_offset, seed_time):
+    """Seven entries fit: the batch stops where put_key starts refusing."""
+    one = ix.IndexFile(bytearray(ix.index_file_size(3, 8)), 3, 8, seed_offset, seed_time)
+    many = ix.IndexFile(bytearray(ix.index_file_size(3, 8)), 3, 8, seed_offset, seed_time)
+    taken = [one.put_key(*put) for put in puts]
+    done = 0
+    for start in range(0, len(puts), chunk):
+        stop = min(start + chunk, len(puts))
+        done = many.put_keys(puts[:stop], done)
+    assert done == sum(taken) == min(len(puts), 7) and taken == [True] * done + [False] * (
+        len(puts) - done)
+    assert bytes(many.buffer) == bytes(one.buffer) and many.header == one.header
+    assert ix.IndexFile(many.buffer, 3, 8).header == many.header
+
+
+def test_put_keys_stops_at_a_value_beyond_a_java_long_with_the_header_written():
+    index = ix.IndexFile(bytearray(ix.index_file_size(4, 8)), 4, 8)
+    with pytest.raises(CodecError):
+        index.put_keys([("T#a", 5, 1700000000000), ("T#b", 1 << 63, 1700000000000)])
+    assert index.index_count == 2 and ix.decode_header(index.buffer) == index.header
+    assert index.select_phy_offsets("T#a") == [5]
+
+
 def test_key_hash_of_integer_min_value():
     # "polygenelubricants".hashCode() == Integer.MIN_VALUE; Math.abs keeps it negative,
     # indexKeyHashMethod then uses 0.
