@@ -371,19 +371,19 @@ class DefaultMessageStore:
         return cq
 
     def _dispatch(self, requests):
-        """``doDispatch`` of each request, in order: the consume queues (a queue's units of the
-        batch in one append where they continue it), the index, the arriving listeners."""
+        """``doDispatch`` of each request (a tuple in ``DispatchRequest`` order), in order: the
+        consume queues (a queue's units of the batch in one append where they continue it),
+        the index, the arriving listeners."""
         runs = {}
         store_timestamp = None
-        for request in requests:
-            if consumable(request.sys_flag):
-                key = (request.topic, request.queue_id)
-                units = runs.get(key)
+        for (topic, queue_id, offset, size, tags_code, timestamp, queue_offset, _, _, sys_flag,
+             _, _) in requests:
+            if consumable(sys_flag):
+                units = runs.get((topic, queue_id))
                 if units is None:
-                    runs[key] = units = []
-                units.append((request.commit_log_offset, request.msg_size, request.tags_code,
-                              request.consume_queue_offset))
-                store_timestamp = request.store_timestamp
+                    runs[topic, queue_id] = units = []
+                units.append((offset, size, tags_code, queue_offset))
+                store_timestamp = timestamp
         for (topic, queue_id), units in runs.items():
             self.find_consume_queue(topic, queue_id).put_positions(units)
         slave = self.config["brokerRole"] == "SLAVE"
@@ -396,10 +396,10 @@ class DefaultMessageStore:
             for full in self.index_service.take_full_files():
                 self._flush_full_index_file(full)
         if not slave and self.message_arriving_listeners:
-            for request in requests:
+            for (topic, queue_id, _, _, tags_code, timestamp, queue_offset, _, _, _, _,
+                 properties) in requests:
                 for listener in self.message_arriving_listeners:
-                    listener(request.topic, request.queue_id, request.consume_queue_offset + 1,
-                             request.tags_code, request.store_timestamp, request.properties)
+                    listener(topic, queue_id, queue_offset + 1, tags_code, timestamp, properties)
 
     def _flush_full_index_file(self, full):
         """Fsync a full index file in a thread (its descriptor stays open until then, even if

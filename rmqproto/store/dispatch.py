@@ -4,7 +4,9 @@ A :class:`DispatchRequest` is what Java's ``checkMessageAndReturnSize`` extracts
 record: where it is, its queue and logical offset, its tags code (for
 ``SCHEDULE_TOPIC_XXXX`` the delivery time, reference §3.7) and its keys.
 :class:`ReputService` walks the commit log from ``reput_from_offset`` and hands each
-request to the dispatchers, exactly once and in order.
+request to the dispatchers, exactly once and in order. On the hot paths requests are plain
+tuples in the order of :class:`DispatchRequest`'s fields (dispatchers unpack them, so both
+kinds do), which are cheaper to build.
 """
 
 import re
@@ -13,7 +15,8 @@ from typing import NamedTuple
 from rmqproto.codec import message as msg
 
 __all__ = ["SCHEDULE_TOPIC", "DispatchRequest", "parse_delay_levels", "delay_level_to_queue_id",
-           "dispatch_request", "request_of_fields", "ReputService", "DISPATCH_BATCH"]
+           "dispatch_request", "request_of_fields", "requests_of_fields", "ReputService",
+           "DISPATCH_BATCH"]
 
 #: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -78,22 +81,36 @@ def _tags_code(topic, properties, store_timestamp, delay_table):
     return code
 
 
+def _fields_of(record):
+    return (record.topic, record.queue_id, record.queue_offset, record.commit_log_offset,
+            record.sys_flag, record.store_timestamp, record.prepared_transaction_offset,
+            record.properties, record.store_size)
+
+
 def dispatch_request(record, delay_table):
     """The :class:`DispatchRequest` of a decoded (or just written) record."""
-    return request_of_fields((record.topic, record.queue_id, record.queue_offset,
-                              record.commit_log_offset, record.sys_flag, record.store_timestamp,
-                              record.prepared_transaction_offset, record.properties,
-                              record.store_size), delay_table)
+    return request_of_fields(_fields_of(record), delay_table)
 
 
 def request_of_fields(fields, delay_table):
     """The :class:`DispatchRequest` of a :func:`~rmqproto.codec.message.decode_dispatch_fields`
     tuple (what the reput scan reads of a record)."""
-    topic, queue_id, queue_offset, offset, sys_flag, store_timestamp, prepared, props, size = fields
-    return DispatchRequest(
-        topic, queue_id, offset, size, _tags_code(topic, props, store_timestamp, delay_table),
-        store_timestamp, queue_offset, props.get(msg.PROPERTY_KEYS, ""),
-        props.get(msg.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX), sys_flag, prepared, props)
+    return DispatchRequest._make(requests_of_fields((fields,), delay_table)[0])
+
+
+def requests_of_fields(fields, delay_table):
+    """The requests of :func:`~rmqproto.codec.message.decode_dispatch_fields` tuples, as plain
+    tuples in :class:`DispatchRequest` order."""
+    tags_code = msg.tags_code
+    tags, keys, uniq_key = (msg.PROPERTY_TAGS, msg.PROPERTY_KEYS,
+                            msg.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+    return [(topic, queue_id, offset, size,
+             tags_code(props.get(tags)) if topic != SCHEDULE_TOPIC
+             else _tags_code(topic, props, store_timestamp, delay_table),
+             store_timestamp, queue_offset, props.get(keys, ""), props.get(uniq_key), sys_flag,
+             prepared, props)
+            for topic, queue_id, queue_offset, offset, sys_flag, store_timestamp, prepared, props,
+            size in fields]
 
 
 class ReputService:
@@ -117,7 +134,7 @@ class ReputService:
 
     def dispatch_records(self, records):
         """Dispatch records just appended at ``reput_from_offset`` (no re-read needed)."""
-        self.dispatch([dispatch_request(record, self.delay_table) for record in records])
+        self.dispatch(requests_of_fields(map(_fields_of, records), self.delay_table))
         last = records[-1]
         self.reput_from_offset = last.commit_log_offset + last.store_size
 
@@ -148,16 +165,13 @@ class ReputService:
             scan = msg.iter_dispatch_fields(memoryview(mapped.mm)[:mapped.wrote_position],
                                             offset - base)
             limit = None if stop_at is None else max(stop_at, offset + 1) - base
-            batch = []
-            for fields in scan:
-                batch.append(request_of_fields(fields, self.delay_table))
-                if len(batch) == DISPATCH_BATCH:
-                    self._dispatch(batch, base + scan.position)
-                    batch = []
-                if limit is not None and scan.position >= limit:
+            while True:
+                fields = scan.take(DISPATCH_BATCH, limit)
+                if fields:
+                    self._dispatch(requests_of_fields(fields, self.delay_table),
+                                   base + scan.position)
+                if scan.stop is not None or (limit is not None and scan.position >= limit):
                     break
-            if batch:
-                self._dispatch(batch, base + scan.position)
             if scan.stop is None:
                 return False  # max_bytes reached
             if scan.stop == "blank":

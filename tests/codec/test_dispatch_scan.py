@@ -1,4 +1,5 @@
-"""DispatchScan.take, the reput's batch reader, against the record-by-record scan (reference §3.2)."""
+"""DispatchScan.take, the reput's batch reader, against the record-by-record scan
+(reference §3.2)."""
 
 from hypothesis import given, settings, strategies as st
 
@@ -35,8 +36,9 @@ def _state(scan):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_records, max_size=6), _endings, _flips, st.one_of(st.none(), st.integers(0, 800)),
-       st.booleans(), st.integers(1, 4), st.one_of(st.none(), st.integers(1, 300)), st.integers(0, 2))
+@given(st.lists(_records, max_size=6), _endings, _flips,
+       st.one_of(st.none(), st.integers(0, 800)), st.booleans(), st.integers(1, 4),
+       st.one_of(st.none(), st.integers(1, 300)), st.integers(0, 2))
 def test_take_reads_what_iteration_reads(records, ending, flips, cut, check_crc, count, step, start):
     data = _segment(records, ending, flips, cut)
     one_by_one = m.RecordScan(data, 0, check_crc, m.decode_dispatch_fields)
@@ -51,8 +53,9 @@ def test_take_reads_what_iteration_reads(records, ending, flips, cut, check_crc,
         if scan.stop is not None:
             assert scan.take(count, limit) == []
             break
-        assert len(batch) == count or scan.position >= limit  # nothing else ends a batch early
-        if scan.position >= (limit or 0) and limit is not None:
+        reached = limit is not None and scan.position >= limit
+        assert len(batch) == count or reached  # nothing else ends a batch early
+        if reached:
             limit = scan.position + step
     assert taken == expected
     assert _state(scan) == _state(one_by_one)
