@@ -716,7 +716,8 @@ class DispatchScan(RecordScan):
                                 buffer[pos + fixed:topic_pos - 1]) == body_crc)):
                         append((_topic_text(bytes(buffer[topic_pos:topic_pos + topic_length])),
                                 queue_id, queue_offset, offset, sys_flag, timestamp, prepared,
-                                _properties_at(buffer, properties_pos, end), total))
+                                string_to_properties(str(buffer[properties_pos:end], "utf-8",
+                                                         "surrogateescape")), total))
                         pos = end
                         continue
             self.position = pos
