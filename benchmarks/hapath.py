@@ -60,12 +60,15 @@ SLAVE_STAGES = [
     ("    CommitLog.append_data (copy into the mapped file)", "store/commitlog.py", "append_data"),
     ("  offset report (_report)", "ha/client.py", "_report"),
     ("reput slices (ReputService.do_reput), all", "store/dispatch.py", "do_reput"),
-    ("  record scan (RecordScan, decode_dispatch_fields)", "codec/message.py", "__iter__"),
-    ("  request_of_fields (DispatchRequest, tags code)", "store/dispatch.py",
-     "request_of_fields"),
+    ("  record scan (DispatchScan.take)", "codec/message.py", "take"),
+    ("    properties split (string_to_properties)", "codec/message.py", "string_to_properties"),
+    ("  requests_of_fields (request tuples, tags code)", "store/dispatch.py",
+     "requests_of_fields"),
     ("  DefaultMessageStore._dispatch, all", "store/defaultstore.py", "_dispatch"),
     ("    consume-queue units (put_positions)", "store/consumequeue.py", "put_positions"),
     ("    index (build_indexes)", "store/indexservice.py", "build_indexes"),
+    ("      IndexFile.put_keys", "codec/indexfile.py", "put_keys"),
+    ("        String.hashCode (java_string_hash)", "codec/javalang.py", "java_string_hash"),
 ]
 MASTER_STAGES = [
     ("HAMasterConnection.pump, all", "ha/master.py", "pump"),
