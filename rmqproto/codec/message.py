@@ -831,64 +831,58 @@ def decode_batch(data):
 
 class BatchRecord(MessageRecord):
     """The :class:`MessageRecord` of one batch message, as :func:`decode_batch_records` makes
-    it: ``stored_properties`` is its properties string as UTF-8 (what
-    :func:`properties_to_string` gives for ``properties``), made while decoding; whoever
-    changes ``properties`` afterwards sets it to None."""
+    it: ``stored_properties`` is its stored properties string as UTF-8 (Java's batch rule),
+    ``properties`` what parsing that string gives; whoever changes ``properties``
+    afterwards sets ``stored_properties`` to None."""
 
     __slots__ = ("stored_properties",)
 
 
-def _batch_tail(batch_items, own_values):
-    """The batch pairs a message's string gets after its own, as UTF-8 with the separator
-    before them (``b""`` for none), given the message's values of the batch's names
-    (``own_values``, None where it has no such name); None when the message has a batch
-    name with another value (the batch's value then takes the message's place)."""
-    tail = {}
-    for (name, value), own in zip(batch_items, own_values):
-        if own is None:
-            tail[name] = value
-        elif own != value:
-            return None
-    return _utf8(PROPERTY_SEPARATOR + properties_to_string(tail)) if tail else b""
+class BatchRecords(list):
+    """The :class:`BatchRecord` list of one ``SEND_BATCH_MESSAGE``, with what Java's
+    ``MessageExtBatch`` holds besides: ``body_length``, the length of the batch body, and
+    ``properties``, the batch's own properties (the request header's and ``CLUSTER``)."""
+
+    __slots__ = ("body_length", "properties")
+
+
+def stored_batch_properties(own, batch):
+    """A batch message's stored properties string (UTF-8), as ``MessageExtBatchEncoder``
+    writes it (reference §3.6): the message's bytes ``own`` as the client sent them, one
+    0x02 when both ``own`` and the batch's string ``batch`` are non-empty and ``own`` does
+    not end in 0x02, then ``batch``."""
+    if own and batch and own[-1] != 2:
+        return own + b"\x02" + batch
+    return own + batch
 
 
 def decode_batch_records(data, batch_properties, prototype):
-    """The records ``asyncSendBatchMessage`` stores for the batch body ``data`` (reference
-    §3.6): each message's flag and body with the topic, queue, sys flag, born timestamp and
-    host, store host, reconsume times and magic code of ``prototype`` (a
-    :class:`MessageRecord`), its properties updated with ``batch_properties`` (a dict in
-    writing order), as :class:`BatchRecord` objects (body CRC 0: the store computes it).
+    """The records ``asyncPutMessages`` stores for the batch body ``data`` (reference §3.6),
+    as :class:`BatchRecords`: each message's flag and body with the topic, queue, sys flag,
+    born timestamp and host, store host, reconsume times and magic code of ``prototype`` (a
+    :class:`MessageRecord`), as a :class:`BatchRecord` (body CRC 0: the store computes it).
 
-    The stored properties string is what :func:`properties_to_string` writes for those
-    merged properties. When the message's own string is one that writer makes (every pair
-    kept, no name twice: parsing it gives as many pairs as it has fragments) and it holds
-    no batch name with another value, that is the message's own bytes followed by the
-    batch's other pairs, so only those (one string per batch) are encoded. Raises as
-    :func:`decode_batch` does.
+    Like Java, a message's properties are not merged with the batch's: its stored string is
+    :func:`stored_batch_properties` of its own bytes and the batch's string
+    (``batch_properties``, a dict in writing order), so a name in both is stored twice.
+    Its ``properties`` are what Java's dispatch parses from that string (the batch's value
+    of a name in both wins). Raises as :func:`decode_batch` does.
     """
-    batch_items = list(batch_properties.items())
-    batch_names = [name for name, _ in batch_items]
-    tails = {}  # the message's values of the batch names -> _batch_tail
+    batch_text = properties_to_string(batch_properties)
+    batch_raw = _utf8(batch_text)
+    batch_parsed = string_to_properties(batch_text)
     topic, queue_id, sys_flag = prototype.topic, prototype.queue_id, prototype.sys_flag
     born_timestamp, born_host = prototype.born_timestamp, prototype.born_host
     store_host, reconsume_times = prototype.store_host, prototype.reconsume_times
     magic_code = prototype.magic_code
     new = object.__new__
-    records = []
+    records = BatchRecords()
+    records.body_length = len(data)
+    records.properties = batch_properties
     for flag, body, raw in _batch_items(data):
-        text = str(raw, "utf-8", "surrogateescape")
-        properties = string_to_properties(text)
-        own_values = tuple(map(properties.get, batch_names))
-        try:
-            tail = tails[own_values]
-        except KeyError:
-            tail = tails[own_values] = _batch_tail(batch_items, own_values)
-        written = not text or text.count(PROPERTY_SEPARATOR) + 1 == len(properties)
-        properties.update(batch_properties)
-        if tail is not None and written:
-            stored = bytes(raw) + tail if text else tail[1:]
-        else:
-            stored = _utf8(properties_to_string(properties))
+        raw = bytes(raw)
+        properties = string_to_properties(str(raw, "utf-8", "surrogateescape"))
+        properties.update(batch_parsed)
         record = new(BatchRecord)
         record.topic = topic
         record.body = bytes(body)
@@ -904,7 +898,7 @@ def decode_batch_records(data, batch_properties, prototype):
         record.prepared_transaction_offset = record.body_crc = 0
         record.magic_code = magic_code
         record._store_size = None
-        record.stored_properties = stored
+        record.stored_properties = stored_batch_properties(raw, batch_raw)
         records.append(record)
     return records
 

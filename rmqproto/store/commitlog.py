@@ -9,6 +9,7 @@ before anything is written are pure functions here (:func:`check_message`,
 """
 
 from rmqproto.codec import message as msg
+from rmqproto.codec.headers import Field
 from rmqproto.codec.javalang import masked_crc32
 from rmqproto.errors import CodecError
 from rmqproto.store.mappedfile import MappedFileQueue
@@ -85,41 +86,80 @@ def check_message(record, max_message_size):
 
 
 def check_batch(records, max_message_size):
-    """The put status of a batch before it is written (``checkMessages``, ``asyncPutMessages``):
-    empty, mixed queues, a transaction flag or a delay level are MESSAGE_ILLEGAL, so is a
-    batch body (client encoding, reference §3.6) over ``maxMessageSize``; then each message
-    as in :func:`check_message` (the shared topic checked once; a
-    :class:`~rmqproto.codec.message.BatchRecord`'s properties string is the one it was
-    decoded with). With it the list of the properties strings (None unless PUT_OK)."""
+    """The put status of a batch before it is written (``checkMessages``,
+    ``asyncPutMessages`` and its batch encoder, reference §3.6), and with it the list of the
+    properties strings the append writes (None unless PUT_OK).
+
+    As Java: a topic over 127 characters, a batch body over ``maxMessageSize`` (a
+    :class:`~rmqproto.codec.message.BatchRecords`' ``body_length``, else the client
+    encoding of the records), a transaction flag or a delay level of the batch's own
+    properties (a :class:`~rmqproto.codec.message.BatchRecords`' ``properties``; a
+    ``DELAY`` among a message's properties is stored as it is) are MESSAGE_ILLEGAL; where
+    Java's encoder throws (batch properties over 32767 bytes, a ``DELAY`` that is not an
+    int) this raises :class:`~rmqproto.errors.CodecError`. Beyond Java, which would write a
+    corrupt record: a topic over 127 UTF-8 bytes, records of several queues or none are
+    MESSAGE_ILLEGAL, a stored properties string over 32767 bytes PROPERTIES_SIZE_EXCEEDED.
+    A :class:`~rmqproto.codec.message.BatchRecord`'s string is the one it was decoded
+    with; each record that passes gets the 4.x magic code and its ``store_size``."""
     if not records:
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     first = records[0]
     topic, queue_id = first.topic, first.queue_id
-    if _topic_illegal(topic):
+    body_length = getattr(records, "body_length", None)
+    if (_topic_illegal(topic) or (body_length is not None and body_length > max_message_size)
+            or first.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE):
         return PutMessageStatus.MESSAGE_ILLEGAL, None
+    batch_properties = getattr(records, "properties", None)
+    if batch_properties is not None:
+        if batch_delay_level(batch_properties) > 0:
+            return PutMessageStatus.MESSAGE_ILLEGAL, None
+        batch_length = len(msg.properties_to_string(batch_properties).encode(
+            "utf-8", "surrogateescape"))
+        if batch_length > msg.MAX_PROPERTIES_LENGTH:
+            raise CodecError("the batch's properties of %d bytes exceed %d"
+                             % (batch_length, msg.MAX_PROPERTIES_LENGTH))
     topic_length = len(_topic_bytes(topic))
     overheads = {}  # sys flag -> record length without body and properties
-    batch_body = 0
+    client_length = 0
     properties = []
     for record in records:
         sys_flag = record.sys_flag
         if (record.topic != topic or record.queue_id != queue_id
-                or sys_flag & msg.TRANSACTION_ROLLBACK_TYPE or delay_level(record) > 0):
+                or sys_flag & msg.TRANSACTION_ROLLBACK_TYPE):
             return PutMessageStatus.MESSAGE_ILLEGAL, None
         props = getattr(record, "stored_properties", None)
         if props is None:
             props = _properties_bytes(record)
+            if props is None:
+                return PutMessageStatus.MESSAGE_ILLEGAL, None
+            client_length += 22 + len(record.body) + len(props)
+        if len(props) > msg.MAX_PROPERTIES_LENGTH:
+            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
         overhead = overheads.get(sys_flag)
         if overhead is None:
             overhead = overheads[sys_flag] = msg.record_length(sys_flag, 0, topic_length, 0)
-        status = _check_sizes(record, props, overhead, max_message_size)
-        if status is not PutMessageStatus.PUT_OK:
-            return status, None
+        record.magic_code = msg.MESSAGE_MAGIC_CODE
+        record.store_size = overhead + len(record.body) + len(props)
         properties.append(props)
-        batch_body += 22 + len(record.body) + len(props)
-    if batch_body > max_message_size:
+    if body_length is None and client_length > max_message_size:
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     return PutMessageStatus.PUT_OK, properties
+
+
+#: ``Integer.parseInt``, as ``getDelayTimeLevel`` reads ``DELAY``.
+_PARSE_INT = Field(msg.PROPERTY_DELAY_TIME_LEVEL, "int").type.parse
+
+
+def batch_delay_level(properties):
+    """``MessageExtBatch.getDelayTimeLevel``: the ``DELAY`` of the batch's ``properties``
+    read by ``Integer.parseInt``, 0 without one; CodecError where Java throws."""
+    text = properties.get(msg.PROPERTY_DELAY_TIME_LEVEL)
+    if text is None:
+        return 0
+    try:
+        return _PARSE_INT(text)
+    except ValueError:
+        raise CodecError("the batch's DELAY %r is not an int" % (text,)) from None
 
 
 def delay_level(record):

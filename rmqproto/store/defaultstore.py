@@ -465,11 +465,17 @@ class DefaultMessageStore:
                             wait_store_msg_ok)
 
     def put_messages(self, records, wait_store_msg_ok=True):
-        records = list(records)
+        """See :class:`IMessageStore`; a failed Deferred (CodecError) where Java's batch encoder
+        throws (:func:`check_batch`)."""
+        if not isinstance(records, list):
+            records = list(records)
         status = self._store_status()
         if status is PutMessageStatus.PUT_OK:
             self._fix_batch_host_flags(records)
-            status, properties = check_batch(records, self.config["maxMessageSize"])
+            try:
+                status, properties = check_batch(records, self.config["maxMessageSize"])
+            except CodecError:
+                return defer.fail()
         if status is not PutMessageStatus.PUT_OK:
             return self._refused(status)
         return self._append(

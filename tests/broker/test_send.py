@@ -13,7 +13,8 @@ from rmqproto.codec.frame import (
     FLAG_ONEWAY, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, RemotingCommand, decode_frame,
 )
 from rmqproto.codec.message import (
-    Message, create_message_id, encode_batch, properties_to_string,
+    MESSAGE_RECORD, Message, create_message_id, decode_message_id, encode_batch,
+    properties_to_string,
 )
 from rmqproto.remoting import RequestContext
 from rmqproto.store.results import PutMessageStatus
@@ -227,21 +228,73 @@ def test_oneway_send_is_stored_and_not_answered(broker):
     assert len(broker.store.records("TopicA", 1)) == 1
 
 
-def test_batch_appends_batch_properties_to_each_message(broker):
+@pytest.fixture
+def stored_broker(tmp_path, stores):
+    """A controller with a real store (answers at once: ASYNC_FLUSH, ASYNC_MASTER)."""
+    store = stores.open(maxMessageSize=4096)
+    return BrokerController(broker_config(tmp_path, maxMessageSize=4096), store.reactor,
+                            store=store)
+
+
+def send_batch(broker, messages, properties=None, body=None):
+    header = send_header(properties=properties or {"WAIT": "true"}, batch=True)
+    return send(broker, header, encode_batch(messages) if body is None else body,
+                code=RC.SEND_BATCH_MESSAGE)
+
+
+def stored_records(broker, answer):
+    """The declared decoding (raw properties bytes) of each record a batch answer names."""
+    return [MESSAGE_RECORD.parse(broker.store.select_one_message_by_offset(
+        decode_message_id(msg_id)[1])) for msg_id in answer.ext_fields["msgId"].split(",")]
+
+
+def test_batch_stores_each_messages_bytes_then_the_batchs(stored_broker):
     messages = [Message(b"m%d" % i, {"KEYS": "k%d" % i, "UNIQ_KEY": "U%d" % i, "WAIT": "true"}, i)
                 for i in range(3)]
-    header = send_header(properties={"WAIT": "true"}, batch=True)
-    answer = send(broker, header, encode_batch(messages), code=RC.SEND_BATCH_MESSAGE)
+    answer = send_batch(stored_broker, messages)
     assert answer.code == R.SUCCESS
-    records = broker.store.records("TopicA", 1)
-    assert answer.ext_fields["msgId"] == ",".join(r.msg_id for r in records)
     assert answer.ext_fields["queueOffset"] == "0"
-    assert [r.body for r in records] == [b"m0", b"m1", b"m2"]
-    assert [r.flag for r in records] == [0, 1, 2]
-    # the message's own properties, then the batch's (CLUSTER, WAIT in HashMap order); a name
-    # in both keeps its first place (Java's stored string would repeat it)
-    assert list(records[1].properties.items()) == [
-        ("KEYS", "k1"), ("UNIQ_KEY", "U1"), ("WAIT", "true"), ("CLUSTER", "DefaultCluster")]
+    records = stored_records(stored_broker, answer)
+    assert [(r.body, r.flag, r.queue_offset) for r in records] == [
+        (b"m0", 0, 0), (b"m1", 1, 1), (b"m2", 2, 2)]
+    # Java's MessageExtBatchEncoder: the message's own bytes, 0x02, the batch's string
+    # (CLUSTER, WAIT in HashMap order): WAIT is stored twice
+    assert records[1].properties == (
+        b"KEYS\x01k1\x02UNIQ_KEY\x01U1\x02WAIT\x01true\x02CLUSTER\x01DefaultCluster\x02WAIT\x01true")
+    # the dispatch read them as Java's does: the index finds the key
+    found = stored_broker.store.query_message("TopicA", "k1", 10, 0, NOW_MS * 2)
+    assert len(found.messages) == 1
+
+
+def test_a_message_delay_level_in_a_batch_is_stored_in_its_topic(stored_broker):
+    answer = send_batch(stored_broker, [Message(b"a", {"DELAY": "3"})])
+    assert answer.code == R.SUCCESS
+    assert stored_broker.store.get_max_offset_in_queue("TopicA", 1) == 1
+    assert stored_broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 2) == 0
+
+
+@pytest.mark.parametrize("properties, code", [
+    ({"WAIT": "true", "DELAY": "2"}, R.MESSAGE_ILLEGAL),  # the batch's delay level
+    ({"DELAY": "x"}, R.SYSTEM_ERROR),  # Java's Integer.parseInt throws
+    ({"P": "x" * 32767}, R.SYSTEM_ERROR),  # Java's batch encoder throws
+])
+def test_batch_level_refusals(stored_broker, properties, code):
+    answer = send_batch(stored_broker, [Message(b"a")], properties)
+    assert answer.code == code
+    assert stored_broker.store.get_max_phy_offset() == 0
+
+
+def test_a_batch_body_over_max_message_size_is_illegal(stored_broker):
+    fits = [Message(b"x" * (4096 - 22 - 3), {"A": "b"})]
+    assert send_batch(stored_broker, fits).code == R.SUCCESS
+    answer = send_batch(stored_broker, fits + [Message(b"")])
+    assert (answer.code, answer.remark) == (R.MESSAGE_ILLEGAL, (
+        "the message is illegal, maybe msg body or properties length not matched. msg body "
+        "length limit 4096B, msg properties length limit 32KB."))
+
+
+def test_a_batch_without_a_body_is_a_system_error(stored_broker):
+    assert send_batch(stored_broker, [], body=b"").code == R.SYSTEM_ERROR
 
 
 def test_malformed_batch_body_is_a_system_error(broker):

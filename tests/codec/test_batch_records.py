@@ -1,6 +1,6 @@
-"""decode_batch_records: the records of a batch body, with the batch's properties merged into
-each message's and the stored properties string built from the message's own bytes where
-that is the same string, equal to decoding, merging and encoding each message (reference §3.6)."""
+"""decode_batch_records: the records of a batch body as Java's batch encoder stores them
+(reference §3.6): each message's properties bytes as the client sent them, a separator, the
+batch's string; the properties parsed from that, as Java's dispatch reads them."""
 
 import struct
 
@@ -53,47 +53,62 @@ def _prototype(draw_fields):
 _PROTOTYPES = st.tuples(TOPICS, INT32, INT32, INT64, HOSTS, HOSTS, INT32).map(_prototype)
 
 
+def _java_stored(own, batch_string):
+    """``MessageExtBatchEncoder.encode``'s properties: the message's bytes, a 0x02 when both
+    are non-empty and the message's do not end in one, the batch's string."""
+    separator = b"\x02" if own and batch_string and own[-1:] != b"\x02" else b""
+    return own + separator + batch_string
+
+
 def _expected(data, batch_properties, prototype):
-    """Each message decoded, its properties updated with the batch's, encoded again."""
+    """Each message of the declared batch decoding, its stored properties by Java's rule and
+    its properties parsed from them (as Java's dispatch reads them)."""
+    batch_string = m.properties_to_string(batch_properties).encode("utf-8")
     records = []
-    for message in m.decode_batch(data):
-        properties = dict(message.properties)
-        properties.update(batch_properties)
+    for item in m.BATCH.parse(data).messages:
+        stored = _java_stored(item.properties, batch_string)
+        properties = m.string_to_properties(stored.decode("utf-8", "surrogateescape"))
         record = m.MessageRecord(
-            prototype.topic, message.body, properties, prototype.queue_id, message.flag,
+            prototype.topic, item.body, properties, prototype.queue_id, item.flag,
             sys_flag=prototype.sys_flag, born_timestamp=prototype.born_timestamp,
             born_host=prototype.born_host, store_host=prototype.store_host,
             reconsume_times=prototype.reconsume_times, body_crc=0)
-        records.append((record, m.properties_to_string(properties).encode("utf-8", "surrogateescape")))
+        records.append((record, stored))
     return records
 
 
 @settings(max_examples=300, deadline=None)
 @given(_ITEMS, _BATCH_PROPERTIES, _PROTOTYPES)
-def test_records_equal_decode_merge_and_encode(items, batch_properties, prototype):
+def test_records_follow_javas_batch_rule(items, batch_properties, prototype):
     data = _batch_body(items)
     records = m.decode_batch_records(data, batch_properties, prototype)
     expected = _expected(data, batch_properties, prototype)
+    assert (records.body_length, records.properties) == (len(data), batch_properties)
     assert [r.fields() for r in records] == [e.fields() for e, _ in expected]
-    assert [list(r.properties.items()) for r in records] == [
-        list(e.properties.items()) for e, _ in expected]
     assert [r.stored_properties for r in records] == [p for _, p in expected]
-    for record, (reference, properties) in zip(records, expected):
-        assert m.encode_record(record, record.stored_properties) == m.encode_record(reference)
+    for record, (_, stored) in zip(records, expected):
+        # a stored record reads back with the properties the broker dispatched
+        data = m.encode_record(record, stored)
+        assert m.decode_record(data).properties == record.properties
 
 
-def test_own_bytes_then_the_batch_pairs_the_message_lacks():
+def test_own_bytes_then_the_batch_string():
     items = [(0, b"a", b"WAIT\x01true\x02UNIQ_KEY\x01U1"), (1, b"b", b""),
-             (2, b"c", b"UNIQ_KEY\x01U3\x02"), (3, b"d", b"CLUSTER\x01Other\x02UNIQ_KEY\x01U4")]
-    records = m.decode_batch_records(_batch_body(items), {"CLUSTER": "C", "WAIT": "true"},
-                                     m.MessageRecord("T"))
+             (2, b"c", b"UNIQ_KEY\x01U3\x02"), (3, b"d", b"CLUSTER\x01Other\x02\x02K\x01")]
+    batch = {"CLUSTER": "C", "WAIT": "true"}
+    records = m.decode_batch_records(_batch_body(items), batch, m.MessageRecord("T"))
     assert [r.stored_properties for r in records] == [
-        b"WAIT\x01true\x02UNIQ_KEY\x01U1\x02CLUSTER\x01C",
+        b"WAIT\x01true\x02UNIQ_KEY\x01U1\x02CLUSTER\x01C\x02WAIT\x01true",  # WAIT twice
         b"CLUSTER\x01C\x02WAIT\x01true",
-        b"UNIQ_KEY\x01U3\x02CLUSTER\x01C\x02WAIT\x01true",  # the trailing separator not kept
-        b"CLUSTER\x01C\x02UNIQ_KEY\x01U4\x02WAIT\x01true"]  # the batch's value in its place
+        b"UNIQ_KEY\x01U3\x02CLUSTER\x01C\x02WAIT\x01true",  # no second separator
+        b"CLUSTER\x01Other\x02\x02K\x01\x02CLUSTER\x01C\x02WAIT\x01true"]
+    # the batch's value of a name in both wins, as a HashMap filled in string order
+    assert records[3].properties == {"CLUSTER": "C", "WAIT": "true"}
     assert [r.flag for r in records] == [0, 1, 2, 3]
     assert [type(r) for r in records] == [m.BatchRecord] * 4
+    # without batch properties a message's bytes are stored as they came
+    alone = m.decode_batch_records(_batch_body(items), {}, m.MessageRecord("T"))
+    assert [r.stored_properties for r in alone] == [props for _, _, props in items]
 
 
 @settings(max_examples=200, deadline=None)

@@ -3,9 +3,11 @@ pull caps and offset corrections, put checks, delay levels (reference §2.3, §3
 
 import struct
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqproto.codec import message as msg
+from rmqproto.errors import CodecError
 from rmqproto.store import recovery
 from rmqproto.store.commitlog import check_batch, check_message
 from rmqproto.store.config import STORE_SETTINGS
@@ -169,26 +171,71 @@ def test_batch_checks():
     assert check_batch([record(), record()], limit)[0] is S.PUT_OK
     assert check_batch([], limit)[0] is S.MESSAGE_ILLEGAL
     assert check_batch([record(), record(queue_id=1)], limit)[0] is S.MESSAGE_ILLEGAL
-    assert check_batch([record(), record(DELAY="2")], limit)[0] is S.MESSAGE_ILLEGAL
+    # only the batch's own DELAY refuses it (below); a message's is stored as it is
+    assert check_batch([record(), record(DELAY="2")], limit)[0] is S.PUT_OK
     tx = record()
     tx.sys_flag |= msg.TRANSACTION_PREPARED_TYPE
     assert check_batch([tx], limit)[0] is S.MESSAGE_ILLEGAL
     assert check_batch([record(body=bytes(limit // 2)), record(body=bytes(limit // 2))],
                        limit)[0] is S.MESSAGE_ILLEGAL
+    assert check_batch([record(P="é" * 20000)], limit)[0] is S.PROPERTIES_SIZE_EXCEEDED
+
+
+def _decoded(messages, batch_properties=None, **fields):
+    body = msg.encode_batch(messages)
+    return msg.decode_batch_records(body, batch_properties or {"CLUSTER": "C", "WAIT": "true"},
+                                    record(**fields))
 
 
 def test_batch_checks_take_a_batch_records_stored_properties():
     limit = CONFIG["maxMessageSize"]
-    body = msg.encode_batch([msg.Message(b"a", {"UNIQ_KEY": "U1", "WAIT": "true"}),
-                             msg.Message(b"b", {"TAGS": "T"}, 3)])
-    records = msg.decode_batch_records(body, {"CLUSTER": "C", "WAIT": "true"}, record())
-    plain = [record(body=r.body, **r.properties) for r in records]
+    records = _decoded([msg.Message(b"a", {"UNIQ_KEY": "U1", "WAIT": "true"}),
+                        msg.Message(b"b", {"TAGS": "T"}, 3)])
     status, properties = check_batch(records, limit)
     assert status is S.PUT_OK
-    assert properties == [r.stored_properties for r in records] == check_batch(plain, limit)[1]
-    assert [r.store_size for r in records] == [r.store_size for r in plain]
+    assert properties == [r.stored_properties for r in records] == [
+        b"UNIQ_KEY\x01U1\x02WAIT\x01true\x02CLUSTER\x01C\x02WAIT\x01true",
+        b"TAGS\x01T\x02CLUSTER\x01C\x02WAIT\x01true"]
+    assert [r.store_size for r in records] == [
+        len(msg.encode_record(r, p)) for r, p in zip(records, properties)]
     records[1].stored_properties = ("P\x01" + "é" * 16400).encode()  # trusted as it is
     assert check_batch(records, limit)[0] is S.PROPERTIES_SIZE_EXCEEDED
+
+
+def test_batch_checks_the_batch_body_as_it_came():
+    """``checkMessages``: the batch body's own length against ``maxMessageSize``."""
+    messages = [msg.Message(b"x" * 100, {"UNIQ_KEY": "U%d" % i}) for i in range(3)]
+    records = _decoded(messages, {"CLUSTER": "C" * 200})
+    body_length = len(msg.encode_batch(messages))
+    assert records.body_length == body_length
+    assert check_batch(records, body_length)[0] is S.PUT_OK
+    assert check_batch(records, body_length - 1)[0] is S.MESSAGE_ILLEGAL
+
+
+def test_only_the_batchs_own_delay_level_refuses_it():
+    limit = CONFIG["maxMessageSize"]
+    own = _decoded([msg.Message(b"a", {"DELAY": "3"})])
+    assert check_batch(own, limit)[0] is S.PUT_OK
+    assert own[0].properties["DELAY"] == "3"
+    for level, status in (("3", S.MESSAGE_ILLEGAL), ("+1", S.MESSAGE_ILLEGAL),
+                          ("0", S.PUT_OK), ("-2", S.PUT_OK)):
+        batch = _decoded([msg.Message(b"a")], {"CLUSTER": "C", "DELAY": level})
+        assert check_batch(batch, limit)[0] is status, level
+    # Integer.parseInt throws in Java (SYSTEM_ERROR): so does the check
+    for level in ("x", "", " 3", "3_0", "99999999999"):
+        with pytest.raises(CodecError, match="DELAY"):
+            check_batch(_decoded([msg.Message(b"a")], {"DELAY": level}), limit)
+
+
+def test_batch_properties_over_32767_bytes_raise_as_javas_encoder_throws():
+    limit = CONFIG["maxMessageSize"]
+    fits = {"CLUSTER": "C", "P": "x" * (32767 - len("CLUSTER\x01C\x02P\x01"))}
+    assert check_batch(_decoded([msg.Message(b"a")], fits), limit)[0] is S.PUT_OK
+    with pytest.raises(CodecError, match="32768 bytes exceed 32767"):
+        check_batch(_decoded([msg.Message(b"a")], dict(fits, CLUSTER="CC")), limit)
+    # the batch's string fits, the message's with it does not: Java would write a corrupt length
+    long_own = _decoded([msg.Message(b"a", {"Q": "y"})], fits)
+    assert check_batch(long_own, limit)[0] is S.PROPERTIES_SIZE_EXCEEDED
 
 
 def test_batch_checks_size_each_sys_flag():

@@ -38,6 +38,7 @@ from rmqproto.codec.message import (
     PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK, TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch_records, string_to_properties,
 )
+from rmqproto.errors import CodecError
 from rmqproto.remoting.client import parse_address
 from rmqproto.store.config import store_paths
 from rmqproto.store.results import PutMessageStatus as S
@@ -319,9 +320,13 @@ class SendMessageProcessor:
         return record, wait_store_msg_ok(properties)
 
     def batch_records(self, header, body, topic_config, queue_id, context):
-        """The records ``asyncSendBatchMessage`` stores: each batch message with the header's
-        properties and ``CLUSTER`` appended to its own (reference §3.6); and the batch's
-        ``WAIT`` (the header's, as Java's ``MessageExtBatch``)."""
+        """The records ``asyncSendBatchMessage`` stores (reference §3.6): each batch message's
+        own properties bytes, then the batch's string (the header's properties and
+        ``CLUSTER``, in ``HashMap`` order), as ``decode_batch_records`` gives them; and the
+        batch's ``WAIT`` (the header's, as Java's ``MessageExtBatch``). A request without a
+        body raises CodecError (Java: a NullPointerException, SYSTEM_ERROR)."""
+        if not body:
+            raise CodecError("a batch request needs a body")
         batch_properties = string_to_properties(header.properties)
         batch_properties[PROPERTY_CLUSTER] = self.config["brokerClusterName"]
         batch_properties = java_property_order(batch_properties)
