@@ -92,6 +92,26 @@ def test_records_follow_javas_batch_rule(items, batch_properties, prototype):
         assert m.decode_record(data).properties == record.properties
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(INT32, st.binary(max_size=40), st.binary(max_size=30)), min_size=1,
+                max_size=5), _BATCH_PROPERTIES, INT64, st.integers(0, 1 << 40))
+def test_stored_batch_writes_javas_strings(items, batch_properties, store_timestamp, offset):
+    """encode_stored_batch of decoded records: each record as encode_record writes it with
+    Java's string, whatever bytes the message's properties are."""
+    data = _batch_body(items)
+    prototype = m.MessageRecord("T", queue_id=1, born_host=("10.0.0.1", 5), body_crc=0)
+    records = m.decode_batch_records(data, batch_properties, prototype)
+    expected = _expected(data, batch_properties, prototype)
+    stored, ids = m.encode_stored_batch(records, [p for _, p in expected], store_timestamp,
+                                        offset, 7)
+    parts = []
+    for record in records:
+        parts.append(m.encode_record(record, record.stored_properties))
+        assert m.decode_record(parts[-1]).properties == record.properties
+    assert stored == b"".join(parts)
+    assert ids == [m.create_message_id(r.store_host, r.commit_log_offset) for r in records]
+
+
 def test_own_bytes_then_the_batch_string():
     items = [(0, b"a", b"WAIT\x01true\x02UNIQ_KEY\x01U1"), (1, b"b", b""),
              (2, b"c", b"UNIQ_KEY\x01U3\x02"), (3, b"d", b"CLUSTER\x01Other\x02\x02K\x01")]
