@@ -2,8 +2,9 @@
 
 Records are encoded with the real codec into one growing commit log; each topic/queue
 keeps ``(physical offset, size, tags code)`` units, as a consume queue does. The store's
-own pure rules decide what is stored where: a ``DELAY`` level moves a message to
-``SCHEDULE_TOPIC_XXXX`` (``to_schedule_topic``) and the tags code is the dispatcher's
+own pure rules decide what is stored where: a ``DELAY`` level moves a message (not a
+batch message) to ``SCHEDULE_TOPIC_XXXX`` (``to_schedule_topic``); a batch message keeps
+the stored properties string of Java's batch rule; the tags code is the dispatcher's
 (``tags_code_of``: the delivery time in the schedule topic). ``get_message`` answers
 Java's statuses (reference §2.3); nothing waits for a flush.
 
@@ -76,31 +77,32 @@ class FakeStore:
         return self._put([record], wait_store_msg_ok)
 
     def put_messages(self, records, wait_store_msg_ok=True):
-        return self._put(list(records), wait_store_msg_ok)
+        return self._put(list(records), wait_store_msg_ok, batch=True)
 
-    def _put(self, records, wait):
+    def _put(self, records, wait, batch=False):
         self.waits.append(wait)
         status = self.put_status or PutMessageStatus.PUT_OK
         if not status.stored:
             return succeed(PutMessageResult(status))
         start = len(self.log)
         for record in records:
-            self._append(record)
+            self._append(record, batch)
         first = records[0]
         msg_id = ",".join(r.msg_id for r in records)
         return succeed(PutMessageResult(status, AppendMessageResult(
             AppendMessageStatus.PUT_OK, start, len(self.log) - start, msg_id,
             first.store_timestamp, first.queue_offset, len(records))))
 
-    def _append(self, record):
-        to_schedule_topic(record, max(self.delay_table))
+    def _append(self, record, batch):
+        if not batch:  # a batch message keeps its topic, whatever its own DELAY says
+            to_schedule_topic(record, max(self.delay_table))
         key = (record.topic, record.queue_id)
         queue = self.queues.setdefault(key, [])
         record.queue_offset = self.min_offsets.get(key, 0) + len(queue)
         record.commit_log_offset = len(self.log)
         record.store_timestamp = self.now()
         record.store_size = None
-        raw = encode_record(record)
+        raw = encode_record(record, getattr(record, "stored_properties", None))
         self.log += raw
         tags_code = tags_code_of(record, self.delay_table)
         queue.append((record.commit_log_offset, len(raw), tags_code))
