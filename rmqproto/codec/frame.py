@@ -231,26 +231,38 @@ def decode_json_header(data, serialize_type=SERIALIZE_JSON):
         raise MalformedHeaderError("invalid JSON header: %s" % (exc,)) from None
     if not isinstance(obj, dict):
         raise MalformedHeaderError("JSON header is not an object")
-    ext = obj.get("extFields")
+    get = obj.get
+    ext = get("extFields")
     if ext is not None:
         if not isinstance(ext, dict):
             raise MalformedHeaderError("extFields is not an object")
-        for key, value in ext.items():
-            if type(value) is not str and value is not None:
-                if isinstance(value, (dict, list)):
-                    raise MalformedHeaderError("extFields value of %r is not a string" % key)
-                ext[key] = orjson.dumps(value).decode()
-    remark = obj.get("remark")
+        if set(map(type, ext.values())) != _STR_ONLY:  # the usual case: strings only
+            _ext_values_as_strings(ext)
+    remark = get("remark")
     if remark is not None and not isinstance(remark, str):
         raise MalformedHeaderError("remark is not a string")
-    language = obj.get("language", "JAVA")
+    language = get("language", "JAVA")
     if language is not None and not isinstance(language, (str, int)):
         raise MalformedHeaderError("language is neither a name nor a code")
-    return RemotingCommand(
-        _as_int(obj.get("code", 0), "code"), opaque=_as_int(obj.get("opaque", 0), "opaque"),
-        flag=_as_int(obj.get("flag", 0), "flag"), ext_fields=ext, remark=remark,
-        language=language, version=_as_int(obj.get("version", 0), "version"),
-        serialize_type=serialize_type)
+    code, opaque, flag, version = (get("code", 0), get("opaque", 0), get("flag", 0),
+                                   get("version", 0))
+    if not (type(code) is int and type(opaque) is int and type(flag) is int
+            and type(version) is int):
+        for name, value in (("code", code), ("opaque", opaque), ("flag", flag),
+                            ("version", version)):
+            _as_int(value, name)
+    return RemotingCommand(code, opaque, flag, ext, b"", remark, language, version,
+                           serialize_type)
+
+
+def _ext_values_as_strings(ext):
+    """Java reads every ``extFields`` value as a string: numbers, booleans and the like
+    become their JSON text, nulls stay; objects and arrays are refused."""
+    for key, value in ext.items():
+        if type(value) is not str and value is not None:
+            if isinstance(value, (dict, list)):
+                raise MalformedHeaderError("extFields value of %r is not a string" % key)
+            ext[key] = orjson.dumps(value).decode()
 
 
 # ---------------------------------------------------------------- binary header

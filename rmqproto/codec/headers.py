@@ -18,9 +18,10 @@ an unparsable value :class:`~rmqproto.errors.CodecError`, where Java logs the pa
 and leaves the field unset (and the ``FastCodesHeader`` classes only log missing fields).
 """
 
+import keyword
 import math
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from rmqproto.codec.codes import RequestCode
 from rmqproto.codec.fastjson import java_double_str, java_hashmap_order
@@ -197,27 +198,51 @@ def _hashset_order(fields):
 _NO_FIELDS = {}
 
 
-def _decode_into(header, cls, decoders, ext_fields):
-    """Set ``header``'s attributes from ``ext_fields`` as ``decoders`` (a
-    ``CustomHeader._decoders`` table of ``cls``) say; errors name ``cls``."""
-    get = (ext_fields or _NO_FIELDS).get
-    for wire, name, parse, required, default in decoders:
-        text = get(wire)
-        if text is None:
-            if required:
-                raise MissingFieldError("the custom field <%s> of %s is null"
-                                        % (wire, cls.__name__))
-            value = default
-        elif parse is None:
-            value = text
+def _missing(cls, wire):
+    raise MissingFieldError("the custom field <%s> of %s is null" % (wire, cls.__name__))
+
+
+def _unparsable(cls, wire, text):
+    raise CodecError("the custom field <%s> of %s is not a valid %s: %r" % (
+        wire, cls.__name__, cls.field(wire).java_type, text)) from None
+
+
+def _compile_decoder(cls, target, decoders, not_decoded=()):
+    """A function ``ext_fields -> header`` that makes a ``target`` instance with its attributes
+    set from ``ext_fields`` (a dict of strings, or None) as ``decoders`` (a
+    ``CustomHeader._decoders`` table of ``cls``) say, and those of ``not_decoded``
+    (``(attribute, initial value)`` pairs) to their initial values; errors name ``cls``.
+
+    The function is written out field by field (no loop, no ``setattr``): every request
+    header is decoded this way, the send path's for every message."""
+    lines = ["def decode(ext_fields):",
+             "    get = (ext_fields or _NO_FIELDS).get",
+             "    header = new(target)"]
+    namespace = {"_NO_FIELDS": _NO_FIELDS, "new": target.__new__, "target": target,
+                 "missing": partial(_missing, cls), "unparsable": partial(_unparsable, cls),
+                 "_ERRORS": (ValueError, TypeError, AttributeError)}
+    for i, (wire, name, parse, required, default) in enumerate(decoders):
+        if not name.isidentifier() or keyword.iskeyword(name):  # pragma: no cover
+            raise AssertionError("header attribute %r is not a name" % name)
+        namespace["w%d" % i], namespace["p%d" % i], namespace["d%d" % i] = wire, parse, default
+        lines.append("    text = get(w%d)" % i)
+        lines.append("    if text is None:")
+        lines.append("        missing(w%d)" % i if required else
+                     "        header.%s = d%d" % (name, i))
+        if parse is None:
+            lines.append("    else:\n        header.%s = text" % name)
         else:
-            try:
-                value = parse(text)
-            except (ValueError, TypeError, AttributeError):
-                raise CodecError("the custom field <%s> of %s is not a valid %s: %r" % (
-                    wire, cls.__name__, cls.field(wire).java_type, text)) from None
-        setattr(header, name, value)
-    return header
+            lines += ["    else:",
+                      "        try:",
+                      "            header.%s = p%d(text)" % (name, i),
+                      "        except _ERRORS:",
+                      "            unparsable(w%d, text)" % i]
+    for i, (name, default) in enumerate(not_decoded):
+        namespace["n%d" % i] = default
+        lines.append("    header.%s = n%d" % (name, i))
+    lines.append("    return header")
+    exec("\n".join(lines), namespace)  # noqa: S102 - source built from the declarations only
+    return namespace["decode"]
 
 
 @lru_cache(maxsize=1024)
@@ -249,6 +274,7 @@ class _HeaderType(type):
              f.default) for f in cls.all_fields if f.wire in cls._decoded)
         cls._not_decoded = tuple((f.name, f.default) for f in cls.all_fields
                                  if f.wire not in cls._decoded)
+        cls._decode = staticmethod(_compile_decoder(cls, cls, cls._decoders, cls._not_decoded))
         if cls.java_class and not namespace.get("abstract"):
             HEADER_CLASSES[name] = cls
         return cls
@@ -302,9 +328,7 @@ class CustomHeader(metaclass=_HeaderType):
     @classmethod
     def from_ext_fields(cls, ext_fields):
         """Parse ``ext_fields`` (a ``dict`` of strings, or ``None``) into a header."""
-        header = _decode_into(cls.__new__(cls), cls, cls._decoders, ext_fields)
-        for name, default in cls._not_decoded:
-            setattr(header, name, default)
+        header = cls._decode(ext_fields)
         header.check_fields()
         return header
 
@@ -439,18 +463,15 @@ def _to_v1(self):
     return header
 
 
-def _v1_from_ext_fields(cls, ext_fields):
-    """``from_ext_fields(ext_fields).to_v1()`` in one pass, as the send path needs it for
-    every message: V2's fields decoded straight into a V1 header, ``n`` as ``bname``."""
-    return _decode_into(_V1.__new__(_V1), cls, _V2_AS_V1, ext_fields)
-
-
 _V1 = SendMessageRequestHeader
 _V1_COPIED = tuple(f.name for f in _V1.all_fields if f.name != "bname")
 _V2_AS_V1 = tuple((wire, "bname" if name == "broker_name" else name, *rest)
                   for wire, name, *rest in SendMessageRequestHeaderV2._decoders)
 SendMessageRequestHeader.to_v2 = _to_v2
-SendMessageRequestHeaderV2.v1_from_ext_fields = classmethod(_v1_from_ext_fields)
+#: ``from_ext_fields(ext_fields).to_v1()`` in one pass, as the send path needs it for every
+#: message: V2's fields decoded straight into a V1 header, ``n`` as ``bname``.
+SendMessageRequestHeaderV2.v1_from_ext_fields = staticmethod(
+    _compile_decoder(SendMessageRequestHeaderV2, _V1, _V2_AS_V1))
 SendMessageRequestHeaderV2.to_v1 = _to_v1
 
 SendMessageResponseHeader = _header(
