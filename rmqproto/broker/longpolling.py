@@ -133,6 +133,8 @@ class PullRequestHoldService:
     def notify_message_arriving(self, topic, queue_id, max_offset, tags_code=None):
         """A message was stored in ``topic``/``queue_id``; ``max_offset`` is the queue's
         offset after it (its consume-queue offset + 1), ``tags_code`` its tags code."""
+        if (topic, queue_id) not in self.pull_requests.table:
+            return  # nothing parked there: the usual case on the put path
         due = self.pull_requests.arriving(
             topic, queue_id, max_offset, self.now(),
             lambda: self.store.get_max_offset_in_queue(topic, queue_id), tags_code)

@@ -19,7 +19,6 @@ import random
 import time
 from functools import lru_cache
 
-from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -56,6 +55,15 @@ FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 DLQ_NUMS_PER_GROUP = 1
 
 _RW = PERM_READ | PERM_WRITE
+
+
+@lru_cache(maxsize=4096)  # a connection's peer, parsed once
+def _born_host(peer):
+    """A record's born host: the sending connection's ``(ip, port)``."""
+    try:
+        return parse_address(peer)
+    except ValueError:
+        return "127.0.0.1", 0
 
 
 @lru_cache(maxsize=1024)
@@ -191,14 +199,12 @@ class SendMessageProcessor:
                 put = self.controller.store.put_message(record, wait_store_msg_ok=wait)
         except _Refused as refused:
             return self._answer(request, refused.code, refused.remark)
-        if put.called and not put.paused:
+        if put.called and not put.paused:  # then its result is final
             # stored without a flush or replica wait (ASYNC_FLUSH, WAIT=false): answer now,
             # sparing the callback chains of the store, the dispatcher and the connection
-            fired = []
-            put.addBoth(fired.append)
-            if not isinstance(fired[0], Failure):
-                return self._put_done(fired[0], request, queue_id)
-            return defer.fail(fired[0])
+            if not isinstance(put.result, Failure):
+                return self._put_done(put.result, request, queue_id)
+            return put  # the dispatcher answers the failure
         return put.addCallback(self._put_done, request, queue_id)
 
     def _put_done(self, result, request, queue_id):
@@ -288,11 +294,6 @@ class SendMessageProcessor:
             raise _Refused(R.SYSTEM_ERROR, "topic[%s] not exist" % dlq)
         return created, random.randrange(99999999) % DLQ_NUMS_PER_GROUP
 
-    def _born_host(self, context):
-        try:
-            return parse_address(context.peer)
-        except ValueError:
-            return "127.0.0.1", 0
 
     def message_record(self, header, request, topic_config, queue_id, context):
         """The record ``asyncSendMessage`` builds for one message, and its ``WAIT``."""
@@ -315,8 +316,9 @@ class SendMessageProcessor:
         record = MessageRecord(
             topic, request.body, java_property_order(properties, drop),
             queue_id=queue_id, flag=header.flag, sys_flag=sys_flag,
-            born_timestamp=header.born_timestamp, born_host=self._born_host(context),
-            store_host=self.store_host, reconsume_times=header.reconsume_times or 0)
+            born_timestamp=header.born_timestamp, born_host=_born_host(context.peer),
+            store_host=self.store_host, reconsume_times=header.reconsume_times or 0,
+            body_crc=0)  # the store's append computes it
         return record, wait_store_msg_ok(properties)
 
     def batch_records(self, header, body, topic_config, queue_id, context):
@@ -333,7 +335,7 @@ class SendMessageProcessor:
         # what the batch's records share; the body CRC is the store's append's to compute
         prototype = MessageRecord(
             header.topic, queue_id=queue_id, sys_flag=self._sys_flag(header, topic_config),
-            born_timestamp=header.born_timestamp, born_host=self._born_host(context),
+            born_timestamp=header.born_timestamp, born_host=_born_host(context.peer),
             store_host=self.store_host, reconsume_times=header.reconsume_times or 0, body_crc=0)
         return (decode_batch_records(body, batch_properties, prototype),
                 wait_store_msg_ok(batch_properties))
