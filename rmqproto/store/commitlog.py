@@ -8,6 +8,8 @@ before anything is written are pure functions here (:func:`check_message`,
 :func:`check_batch`).
 """
 
+from functools import lru_cache
+
 from rmqproto.codec import message as msg
 from rmqproto.codec.headers import Field
 from rmqproto.codec.javalang import masked_crc32
@@ -26,9 +28,10 @@ _CONSUMABLE = (msg.TRANSACTION_NOT_TYPE, msg.TRANSACTION_COMMIT_TYPE)
 
 def consumable(sys_flag):
     """Whether a record goes to a consume queue (not a prepared or rolled-back transaction)."""
-    return msg.transaction_type(sys_flag) in _CONSUMABLE
+    return sys_flag & msg.TRANSACTION_ROLLBACK_TYPE in _CONSUMABLE  # the transaction bits
 
 
+@lru_cache(maxsize=4096)  # a broker's topics repeat from message to message
 def _topic_bytes(topic):
     return topic.encode("utf-8", "surrogateescape")
 

@@ -10,6 +10,7 @@ kinds do), which are cheaper to build.
 """
 
 import re
+from operator import attrgetter
 from typing import NamedTuple
 
 from rmqproto.codec import message as msg
@@ -81,10 +82,8 @@ def _tags_code(topic, properties, store_timestamp, delay_table):
     return code
 
 
-def _fields_of(record):
-    return (record.topic, record.queue_id, record.queue_offset, record.commit_log_offset,
-            record.sys_flag, record.store_timestamp, record.prepared_transaction_offset,
-            record.properties, record.store_size)
+#: A record's :func:`~rmqproto.codec.message.decode_dispatch_fields` tuple.
+_fields_of = attrgetter(*msg.DISPATCH_FIELDS)
 
 
 def dispatch_request(record, delay_table):
