@@ -239,6 +239,48 @@ def test_encoding_rejects_values_java_cannot_hold():
         H.QueryDataVersionResponseHeader(changed=1).to_ext_fields()
 
 
+def _decoded_field_by_field(cls, ext_fields):
+    """What ``from_ext_fields`` does, one declared field at a time (the written-out decoder's
+    reference): ``({attribute: value}, None)`` or ``(None, (error type, message))``."""
+    values = {}
+    for field in cls.all_fields:
+        text = (ext_fields or {}).get(field.wire) if field.wire in cls._decoded else None
+        if text is None:
+            if field.required and field.wire in cls._decoded:
+                return None, (MissingFieldError, "the custom field <%s> of %s is null"
+                              % (field.wire, cls.__name__))
+            values[field.name] = field.default
+            continue
+        try:
+            values[field.name] = field.type.parse(text)
+        except (ValueError, TypeError, AttributeError):
+            return None, (CodecError, "the custom field <%s> of %s is not a valid %s: %r"
+                          % (field.wire, cls.__name__, field.java_type, text))
+    return values, None
+
+
+_DECODED_CLASSES = sorted(H.HEADER_CLASSES.values(), key=lambda cls: cls.__name__)
+
+
+@settings(max_examples=400)
+@given(st.data())
+def test_written_out_decoders_equal_field_by_field_decoding(data):
+    cls = data.draw(st.sampled_from(_DECODED_CLASSES))
+    wires = [f.wire for f in cls.all_fields] + ["other"]
+    ext = data.draw(st.none() | st.dictionaries(
+        st.sampled_from(wires), st.none() | _TEXTS | st.sampled_from(
+            ["0", "-1", "2147483648", "true", "FALSE", "1.5", "x"])))
+    expected, error = _decoded_field_by_field(cls, ext)
+    try:
+        header = cls._decode(ext)
+    except CodecError as exc:
+        assert (type(exc), str(exc)) == error
+        assert exc.__context__ is None or exc.__suppress_context__  # no "during handling"
+        return
+    assert error is None
+    assert {f.name: getattr(header, f.name) for f in cls.all_fields} == expected
+
+
 @settings(max_examples=300)
 @given(st.data())
 def test_v2_decodes_straight_to_v1_as_through_v2(data):
