@@ -534,7 +534,9 @@ class DefaultMessageStore:
 
     def append_to_commit_log(self, start_offset, data):
         """Append replicated bytes; they are dispatched in later reactor turns (as Java's
-        reput thread does), so the HA client reports the new offset first."""
+        reput thread does), so the HA client reports the new offset first. As Java's
+        ``appendToCommitLog``, this wakes only the reput, not the flusher: replicated bytes
+        are flushed by the ``flushIntervalCommitLog`` rounds (reference §4.4)."""
         if self.is_shutdown:
             return False
         if not self.commit_log.append_data(start_offset, data):
@@ -542,7 +544,6 @@ class DefaultMessageStore:
                       offset=start_offset, size=len(data))
             return False
         self._schedule_reput()
-        self.flusher.wakeup()
         return True
 
     def _schedule_reput(self):

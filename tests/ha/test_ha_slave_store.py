@@ -6,6 +6,7 @@ import filecmp
 import os
 
 import pytest
+from twisted.internet import defer
 from twisted.internet.task import Clock
 
 from rmqproto.codec.ha import encode_transfer
@@ -199,3 +200,22 @@ def test_a_clean_stop_dispatches_what_replication_appended(pair, tmp_path):
         assert again.get_max_offset_in_queue("HATopic", queue_id) == \
             master.get_max_offset_in_queue("HATopic", queue_id)
     again.shutdown()
+
+
+def test_replicated_bytes_are_flushed_by_the_periodic_rounds_only(pair):
+    """As Java's ``appendToCommitLog``, an append wakes the reput, not the flusher: the bytes
+    are flushed by the ``flushIntervalCommitLog`` rounds (reference §4.4)."""
+    master, slave = pair
+    fill(master, 300)
+    jobs = []
+    slave.flusher.run_blocking = lambda f, *args: jobs.append(f) or defer.maybeDeferred(f, *args)
+    client = connected_client(slave)
+    replicate(client, master_stream(master, 0), 4096)
+    end = slave.get_max_phy_offset()
+    assert end == master.get_max_phy_offset() and end % SEGMENT < 4 * 4096
+    assert jobs == [] and slave.commit_log.queue.flushed_where == 0
+    slave.reactor.advance(slave.config["flushIntervalCommitLog"] / 1000)
+    # the full segment; the last one's fewer than flushCommitLogLeastPages dirty pages wait
+    assert len(jobs) == 1 and slave.commit_log.queue.flushed_where == SEGMENT
+    slave.reactor.advance(slave.config["flushCommitLogThoroughInterval"] / 1000)
+    assert slave.commit_log.queue.flushed_where == end
