@@ -12,7 +12,7 @@ from rmqproto.broker.config import SETTINGS, apply_startup_rules
 from rmqproto.broker.controller import BrokerController
 from rmqproto.codec.ha import encode_slave_report, encode_transfer
 from rmqproto.ha import ha_service
-from rmqproto.ha.slave import HASlaveService
+from rmqproto.ha.slave import READ_SIZE, HASlaveService
 from rmqproto.store.defaultstore import DefaultMessageStore
 
 SEGMENT = 64 * 1024
@@ -63,6 +63,16 @@ def test_connects_to_the_registered_ha_address_and_reports_at_once(slave):
     _, transport = connect(controller.reactor)
     assert transport.value() == encode_slave_report(0)
     assert service.client.state.name == "TRANSFER"
+
+
+def test_the_connection_reads_a_mebibyte_at_once(slave):
+    controller, service = slave
+    service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")
+    protocol = controller.reactor.tcpClients[-1][2].buildProtocol(None)
+    transport = StringTransport()
+    transport.bufferSize = 65536  # a TCP transport's, what its doRead asks recv for
+    protocol.makeConnection(transport)
+    assert transport.bufferSize == READ_SIZE == 1 << 20
 
 
 def test_replicates_reports_heartbeats_and_housekeeping(slave):
