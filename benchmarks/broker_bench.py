@@ -101,11 +101,18 @@ QUICK = ("send 128 B, 8 threads", "batch 32 × 128 B, 8 threads", "consume 128 B
 
 # ---------------------------------------------------------------- measuring a run
 
-def process_cpu_seconds(pid):
-    """utime + stime of process ``pid``, all its threads (``/proc/PID/stat`` fields 14, 15)."""
+def process_cpu_times(pid):
+    """``(user, system)`` CPU seconds of process ``pid``, all its threads (``/proc/PID/stat``
+    fields 14, 15)."""
     with open("/proc/%d/stat" % pid) as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def process_cpu_seconds(pid):
+    """utime + stime of process ``pid``, all its threads."""
+    return sum(process_cpu_times(pid))
 
 
 class LoadRun:

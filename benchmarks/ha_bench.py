@@ -12,8 +12,10 @@ Three parts, all under one temporary directory that is removed at the end:
    holds the master's whole log (``commitLogMaxOffset``) and all of it is dispatched into
    consume queues and the index (``dispatchBehindBytes`` 0). MB/s are counted from the first
    poll that saw replicated bytes, so start-up (a JVM, a registration, Java's first offset
-   report about 5 s after connecting) is left out and shown apart. The slave's copy is then
-   checked byte for byte against the master's, and the slave and its store are removed;
+   report about 5 s after connecting) is left out and shown apart; "slave system" is the
+   share of the slave's CPU spent in the kernel (page faults on its new files, fsyncs,
+   sockets). The slave's copy is then checked byte for byte against the master's, and the
+   slave and its store are removed;
 3. **SYNC_MASTER sends**: both masters restarted as SYNC_MASTER with their own kind of slave
    (ours ← ours, Java ← Java); ``broker_bench``'s load generators (the Java 4.9.8 client's
    ``BrokerLoad`` and the Twisted ``loadclient.py``) send 1 KiB messages with 1 and 8
@@ -47,7 +49,8 @@ import hapath  # noqa: E402
 import limits  # noqa: E402
 from broker_bench import (  # noqa: E402
     BROKER_SETTINGS, QUEUES, WORKLOADS, Brokers, Loaders, _brief, best_runs, errors,
-    print_profile, process_cpu_seconds, run_workloads, start_twistd, table as send_table)
+    print_profile, process_cpu_seconds, process_cpu_times, run_workloads, start_twistd,
+    table as send_table)
 from harness import (  # noqa: E402
     _busy_seconds, _own_seconds, exit_on_sigterm, format_table, log, machine, ratio)
 from loadclient import SendRequests  # noqa: E402
@@ -195,7 +198,7 @@ class CatchUp:
         self.slaves, self.brokers, self.sizes = slaves, brokers, sizes
 
     def _sample(self, master_pid, slave_pid):
-        return (time.monotonic(), process_cpu_seconds(master_pid), process_cpu_seconds(slave_pid),
+        return (time.monotonic(), process_cpu_seconds(master_pid), process_cpu_times(slave_pid),
                 _busy_seconds(), _own_seconds())
 
     def __call__(self, slave_kind, master, profile=None):
@@ -236,7 +239,9 @@ class CatchUp:
                 time.sleep(POLL_SECONDS)
         finally:
             client.close()
-        (t0, master0, slave0, busy0, own0), (t1, master1, slave1, busy1, own1) = first, last
+        (t0, master0, (user0, sys0), busy0, own0), (t1, master1, (user1, sys1), busy1, own1) = (
+            first, last)
+        slave0, slave1, slave_sys = user0 + sys0, user1 + sys1, sys1 - sys0
         window = max(t1 - t0, 1e-9)
         megabytes = (size - first_offset) / MB
         other = (busy1 - busy0) - (master1 - master0) - (slave1 - slave0) - (own1 - own0)
@@ -245,6 +250,7 @@ class CatchUp:
                 "to_first_byte_s": t0 - started, "total_s": t1 - started,
                 "master_cores": (master1 - master0) / window,
                 "slave_cores": (slave1 - slave0) / window,
+                "slave_system_share": slave_sys / max(slave1 - slave0, 1e-9),
                 "other_cores": max(0.0, other / window)}
 
 
@@ -332,9 +338,9 @@ def catch_up_table(results, markdown):
         rows.append([_label(slave, master), "%.0f" % (f["bytes"] / MB), "%.0f" % f["log_mb_s"],
                      "%.0f" % f["tps"], "%.1f" % f["to_first_byte_s"], "%.1f" % f["total_s"],
                      "%.2f" % f["master_cores"], "%.2f" % f["slave_cores"],
-                     "%.2f" % f["other_cores"]])
+                     "%.0f %%" % (100 * f["slave_system_share"]), "%.2f" % f["other_cores"]])
     headers = ["slave ← master", "MB", "log MB/s", "dispatched MB/s", "start s", "total s",
-               "master CPU", "slave CPU", "other load"]
+               "master CPU", "slave CPU", "slave system", "other load"]
     return format_table(headers, rows, markdown)
 
 
