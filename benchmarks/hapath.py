@@ -7,9 +7,10 @@ A master :class:`BrokerController` with a real store (``sendpath.make_broker``: 
 them. Its :class:`~rmqproto.ha.master.HAMasterService` then streams the whole log to one
 connection on a transport that only keeps the written chunks: the slave's first report
 (0) starts the transfer and ``pump`` runs until the log's end, which is the master's work
-per byte (reading the mapped file, the transfer headers, ``writeSequence``). The stream
-is cut into 64 KiB reads (what Twisted's TCP transport hands ``dataReceived``) and fed to
-an :class:`~rmqproto.ha.client.HAClient` on an empty slave store: parsing the transfers,
+per byte (reading the mapped file, the transfer headers, the writes). The stream is cut
+into the reads the slave's HA connection makes (``rmqproto.ha.slave.READ_SIZE``, 1 MiB)
+and fed to an :class:`~rmqproto.ha.client.HAClient` on an empty slave store: parsing the
+transfers,
 appending to the commit log, the offset reports, and after each read one turn of the
 (fake) reactor, which dispatches what was appended into consume queues and the index.
 What this leaves out compared with ``ha_bench.py``: the real reactor, the sockets and the
@@ -42,13 +43,12 @@ from rmqproto.codec.javalang import java_string_hash  # noqa: E402
 from rmqproto.codec.ha import encode_slave_report  # noqa: E402
 from rmqproto.ha.client import HAClient  # noqa: E402
 from rmqproto.ha.master import HAMasterService  # noqa: E402
+from rmqproto.ha.slave import READ_SIZE  # noqa: E402
 from rmqproto.store.defaultstore import DefaultMessageStore  # noqa: E402
 
 __all__ = ["ReplicationPath", "measure"]
 
 MB = 1024 * 1024
-#: What a Twisted TCP transport reads at most at once (``Connection.bufferSize``).
-READ_SIZE = 65536
 #: Messages a fill request carries.
 FILL_BATCH = 32
 
