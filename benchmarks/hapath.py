@@ -10,9 +10,8 @@ connection on a transport that only keeps the written chunks: the slave's first 
 per byte (reading the mapped file, the transfer headers, the writes). The stream is cut
 into the reads the slave's HA connection makes (``rmqproto.ha.slave.READ_SIZE``, 1 MiB)
 and fed to an :class:`~rmqproto.ha.client.HAClient` on an empty slave store: parsing the
-transfers,
-appending to the commit log, the offset reports, and after each read one turn of the
-(fake) reactor, which dispatches what was appended into consume queues and the index.
+transfers, appending to the commit log, the offset reports, and after each read one turn
+of the (fake) reactor, which dispatches what was appended into consume queues and the index.
 What this leaves out compared with ``ha_bench.py``: the real reactor, the sockets and the
 flushes.
 
