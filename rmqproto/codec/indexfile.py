@@ -13,14 +13,15 @@ from typing import NamedTuple
 import construct as cs
 
 from rmqproto.codec.construct_util import build_or_raise, parse_or_raise
-from rmqproto.codec.javalang import java_abs_int, java_string_hash, java_string_hash_uncached
+from rmqproto.codec.javalang import java_abs_int, java_string_hash
 from rmqproto.errors import CodecError, TruncatedError
 
 __all__ = [
     "INDEX_HEADER_SIZE", "HASH_SLOT_SIZE", "INDEX_SIZE", "DEFAULT_HASH_SLOT_NUM",
     "DEFAULT_INDEX_NUM", "INDEX_HEADER", "INDEX_ENTRY", "IndexHeader", "IndexEntry",
     "encode_header", "decode_header", "encode_entry", "decode_entry", "build_key",
-    "index_key_hash", "slot_position", "entry_position", "index_file_size", "IndexFile",
+    "index_key_hash", "topic_prefix_hash", "slot_position", "entry_position", "index_file_size",
+    "IndexFile",
 ]
 
 INDEX_HEADER_SIZE = 40
@@ -131,6 +132,12 @@ def index_key_hash(key):
     return max(java_abs_int(java_string_hash(key)), 0)
 
 
+def topic_prefix_hash(topic):
+    """``(topic + "#").hashCode()``: ``java_string_hash_continued`` of it and a key is the
+    hash of the key built with :func:`build_key`, without building it."""
+    return java_string_hash(topic + "#")
+
+
 def slot_position(key_hash, hash_slot_num=DEFAULT_HASH_SLOT_NUM):
     """Byte position of the slot of ``key_hash``."""
     return INDEX_HEADER_SIZE + (key_hash % hash_slot_num) * HASH_SLOT_SIZE
@@ -203,11 +210,12 @@ class IndexFile:
     def put_key(self, key, phy_offset, store_timestamp):
         """``IndexFile.putKey``: add ``key``; False when the file is full. ``CodecError``
         (nothing written) when ``phy_offset`` or ``store_timestamp`` is not a Java long."""
-        return self.put_keys(((key, phy_offset, store_timestamp),)) == 1
+        return self.put_hashes(((java_string_hash(key), phy_offset, store_timestamp),)) == 1
 
-    def put_keys(self, entries, start=0):
-        """:meth:`put_key` of each ``(key, phy_offset, store_timestamp)`` of ``entries`` from
-        ``start`` on, until the file is full; returns the index of the first entry not put.
+    def put_hashes(self, entries, start=0):
+        """:meth:`put_key` of each ``(hash_code, phy_offset, store_timestamp)`` of ``entries``
+        (``hash_code``: the key's ``String.hashCode``) from ``start`` on, until the file is
+        full; returns the index of the first entry not put.
 
         The header is written once, after the last put: the same bytes as a header written
         back after each put (the fields Java's setters leave alone keep theirs). An entry
@@ -223,12 +231,11 @@ class IndexFile:
         i = start
         try:
             while i < end and count < index_num:
-                key, phy_offset, timestamp = entries[i]
+                key_hash, phy_offset, timestamp = entries[i]
                 if not (_LONG_MIN <= phy_offset <= _LONG_MAX
                         and _LONG_MIN <= timestamp <= _LONG_MAX):
                     raise CodecError("index entry out of range: offset %r, timestamp %r"
                                      % (phy_offset, timestamp))
-                key_hash = java_string_hash_uncached(key)
                 if key_hash < 0:  # Math.abs, and 0 for Integer.MIN_VALUE (see index_key_hash)
                     key_hash = -key_hash if key_hash != _INT_MIN else 0
                 slot_pos = INDEX_HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE

@@ -10,10 +10,13 @@ import os
 import time
 
 from rmqproto.codec import message as msg
-from rmqproto.codec.indexfile import IndexFile, build_key, index_file_size
+from rmqproto.codec.indexfile import IndexFile, build_key, index_file_size, topic_prefix_hash
+from rmqproto.codec.javalang import java_string_hash_continued
 from rmqproto.store.mappedfile import MappedFileBase, numbered_files
 
 __all__ = ["IndexService", "IndexMappedFile", "index_file_name", "time_matched"]
+
+_ROLLBACK = msg.TRANSACTION_ROLLBACK_TYPE
 
 
 def index_file_name(now_ms):
@@ -90,10 +93,13 @@ class IndexService:
         its ``UNIQ_KEY`` and ``KEYS`` words (not for rolled-back transactions, nor for offsets
         the newest file already covers).
 
-        The keys of the whole batch go to :meth:`IndexFile.put_keys` at once. As in Java, a
-        request with keys finds the newest file (creating one when there is none or the
-        newest is full) even when it adds nothing."""
+        The key hashes of the whole batch go to :meth:`IndexFile.put_hashes` at once (each
+        hash from the topic's ``topic#`` hash on). As in Java, a request with keys finds the
+        newest file (creating one when there is none or the newest is full) even when it
+        adds nothing."""
         entries = []
+        append = entries.append
+        prefixes = {}
         f = None
         end_phy_offset = 0
         rolls = False  # a request with keys came while the file may have been full
@@ -104,22 +110,24 @@ class IndexService:
                 f = self._last_file()
                 end_phy_offset = f.index.end_phy_offset
             rolls = True
-            if (offset < end_phy_offset
-                    or msg.transaction_type(sys_flag) == msg.TRANSACTION_ROLLBACK_TYPE):
+            if offset < end_phy_offset or sys_flag & _ROLLBACK == _ROLLBACK:
                 continue
+            prefix = prefixes.get(topic)
+            if prefix is None:
+                prefixes[topic] = prefix = topic_prefix_hash(topic)
             before = len(entries)
             if uniq_key:
-                entries.append((build_key(topic, uniq_key), offset, timestamp))
+                append((java_string_hash_continued(prefix, uniq_key), offset, timestamp))
             if words:
                 for word in words.split(msg.KEY_SEPARATOR):
                     if word:
-                        entries.append((build_key(topic, word), offset, timestamp))
+                        append((java_string_hash_continued(prefix, word), offset, timestamp))
             if len(entries) > before:
                 end_phy_offset = offset
                 rolls = False
         done = 0
         while done < len(entries):
-            done = f.index.put_keys(entries, done)
+            done = f.index.put_hashes(entries, done)
             if done < len(entries):
                 f = self._last_file()
         if rolls and f.index.is_write_full:

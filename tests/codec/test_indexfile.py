@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqproto.codec import indexfile as ix
+from rmqproto.codec.javalang import java_string_hash, java_string_hash_continued
 from rmqproto.codec.message import TRANSACTION_ROLLBACK_TYPE, transaction_type
 from rmqproto.errors import CodecError
 from storefiles_support import store_files
@@ -48,10 +49,10 @@ def test_replaying_the_store_in_one_batch_rebuilds_the_index_byte_for_byte():
     records, _ = files.commitlog_records()
     ours = ix.IndexFile(bytearray(len(files.files["index"])), files.summary["hash_slot_num"],
                         files.summary["index_num"])
-    entries = [(key, r.commit_log_offset, r.store_timestamp) for r in records
+    entries = [(java_string_hash(key), r.commit_log_offset, r.store_timestamp) for r in records
                if transaction_type(r.sys_flag) != TRANSACTION_ROLLBACK_TYPE
                for key in _index_keys(r)]
-    assert ours.put_keys(entries) == len(entries)
+    assert ours.put_hashes(entries) == len(entries)
     assert bytes(ours.buffer) == files.files["index"]
 
 
@@ -59,7 +60,7 @@ def test_replaying_the_store_in_one_batch_rebuilds_the_index_byte_for_byte():
 @given(st.lists(st.tuples(st.sampled_from(["T#a", "T#b", "T#c", "U#a", "polygenelubricants"]),
                           st.integers(0, 1 << 40), st.integers(0, 1 << 42)), max_size=14),
        st.integers(1, 5), st.integers(0, 1 << 40), st.integers(0, 1 << 42))
-def test_put_keys_in_chunks_equals_put_key_one_by_one(puts, chunk, seed_offset, seed_time):
+def test_put_hashes_in_chunks_equals_put_key_one_by_one(puts, chunk, seed_offset, seed_time):
     """Seven entries fit: the batch stops where put_key starts refusing."""
     one = ix.IndexFile(bytearray(ix.index_file_size(3, 8)), 3, 8, seed_offset, seed_time)
     many = ix.IndexFile(bytearray(ix.index_file_size(3, 8)), 3, 8, seed_offset, seed_time)
@@ -67,19 +68,33 @@ def test_put_keys_in_chunks_equals_put_key_one_by_one(puts, chunk, seed_offset, 
     done = 0
     for start in range(0, len(puts), chunk):
         stop = min(start + chunk, len(puts))
-        done = many.put_keys(puts[:stop], done)
+        done = many.put_hashes([(java_string_hash(key), offset, timestamp)
+                                for key, offset, timestamp in puts[:stop]], done)
     assert done == sum(taken) == min(len(puts), 7) and taken == [True] * done + [False] * (
         len(puts) - done)
     assert bytes(many.buffer) == bytes(one.buffer) and many.header == one.header
     assert ix.IndexFile(many.buffer, 3, 8).header == many.header
 
 
-def test_put_keys_stops_at_a_value_beyond_a_java_long_with_the_header_written():
+def test_put_hashes_stops_at_a_value_beyond_a_java_long_with_the_header_written():
     index = ix.IndexFile(bytearray(ix.index_file_size(4, 8)), 4, 8)
     with pytest.raises(CodecError):
-        index.put_keys([("T#a", 5, 1700000000000), ("T#b", 1 << 63, 1700000000000)])
+        index.put_hashes([(java_string_hash("T#a"), 5, 1700000000000),
+                          (java_string_hash("T#b"), 1 << 63, 1700000000000)])
     assert index.index_count == 2 and ix.decode_header(index.buffer) == index.header
     assert index.select_phy_offsets("T#a") == [5]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=12), st.one_of(st.text(max_size=40),
+                                       st.text("0123456789ABCDEF", min_size=32, max_size=32),
+                                       st.text(st.characters(max_codepoint=127), min_size=630,
+                                               max_size=650)))
+def test_topic_prefix_hash_continued_is_the_hash_of_the_built_key(topic, key):
+    """The topic's ``topic#`` hash continued over the key: hex ids, ASCII across the base-31
+    length limit, any text."""
+    assert java_string_hash_continued(ix.topic_prefix_hash(topic), key) == java_string_hash(
+        ix.build_key(topic, key))
 
 
 def test_key_hash_of_integer_min_value():
@@ -87,6 +102,9 @@ def test_key_hash_of_integer_min_value():
     # indexKeyHashMethod then uses 0.
     assert ix.index_key_hash("polygenelubricants") == 0
     assert ix.index_key_hash("TagA") == 2598919
+    index = ix.IndexFile(bytearray(ix.index_file_size(4, 8)), 4, 8)
+    assert index.put_key("polygenelubricants", 5, 1700000000000) and index.entry(1).key_hash == 0
+    assert index.select_phy_offsets("polygenelubricants") == [5]
     assert ix.slot_position(17, 16) == 40 + 4 and ix.entry_position(1, 16) == 40 + 64 + 20
     assert ix.index_file_size() == 420000040
 

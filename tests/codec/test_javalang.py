@@ -3,8 +3,8 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rmqproto.codec.javalang import (java_abs_int, java_string_hash, java_string_hash_uncached,
-                                     masked_crc32, to_int32)
+from rmqproto.codec.javalang import (java_abs_int, java_string_hash, java_string_hash_continued,
+                                     java_string_hash_uncached, masked_crc32, to_int32)
 from rmqproto.codec.storefile import file_name_to_offset, offset_to_file_name, segment_start
 from rmqproto.errors import CodecError
 from support.interop import load_vectors
@@ -45,6 +45,27 @@ def test_hash_matches_the_definition(text):
 def test_ascii_hash_matches_the_definition(text):
     """ASCII texts take the base-31 path up to 640 characters, the loop beyond."""
     assert java_string_hash_uncached(text) == _reference_hash(text) == java_string_hash(text)
+
+
+_narrow_text = st.text(st.characters(min_codepoint=48, max_codepoint=78))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(_narrow_text, st.text(max_size=20), _narrow_text.map(lambda t: t + "a"),
+                 st.text(st.characters(min_codepoint=40, max_codepoint=90), min_size=630,
+                         max_size=650)))
+def test_narrow_ascii_hash_matches_the_definition(text):
+    """Units within '0'..'N' take one parse; one unit outside (or any other text) does not."""
+    assert java_string_hash_uncached(text) == _reference_hash(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=20), st.one_of(st.text(max_size=40), _narrow_text,
+                                       st.text(st.characters(max_codepoint=127), min_size=630,
+                                               max_size=650)))
+def test_continued_hash_is_the_hash_of_the_concatenation(prefix, text):
+    assert java_string_hash_continued(java_string_hash(prefix), text) == _reference_hash(
+        prefix + text)
 
 
 def test_file_names():
