@@ -66,8 +66,9 @@ SLAVE_STAGES = [
     ("  DefaultMessageStore._dispatch, all", "store/defaultstore.py", "_dispatch"),
     ("    consume-queue units (put_positions)", "store/consumequeue.py", "put_positions"),
     ("    index (build_indexes)", "store/indexservice.py", "build_indexes"),
-    ("      IndexFile.put_keys", "codec/indexfile.py", "put_keys"),
-    ("        String.hashCode (java_string_hash)", "codec/javalang.py", "java_string_hash"),
+    ("      IndexFile.put_hashes", "codec/indexfile.py", "put_hashes"),
+    ("      String.hashCode (java_string_hash_continued)", "codec/javalang.py",
+     "java_string_hash_continued"),
 ]
 MASTER_STAGES = [
     ("HAMasterConnection.pump, all", "ha/master.py", "pump"),
