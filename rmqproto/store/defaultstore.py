@@ -513,17 +513,17 @@ class DefaultMessageStore:
             replicated = self.replica_waiter(next_offset)
         if flushed is None and replicated is None:
             return defer.succeed(PutMessageResult(PutMessageStatus.PUT_OK, result))
-        waits = [flushed or defer.succeed(PutMessageStatus.PUT_OK),
-                 replicated or defer.succeed(PutMessageStatus.PUT_OK)]
+        if flushed is None or replicated is None:
+            # one wait: its status is the answer (no DeferredList per send)
+            return (flushed or replicated).addCallback(PutMessageResult, result)
 
         def combine(statuses):
-            status = PutMessageStatus.PUT_OK
-            for s in statuses:
-                if s is not PutMessageStatus.PUT_OK:
-                    status = s
-            return PutMessageResult(status, result)
+            flush_status, replica_status = statuses
+            if replica_status is not PutMessageStatus.PUT_OK:
+                return PutMessageResult(replica_status, result)
+            return PutMessageResult(flush_status, result)
 
-        return defer.gatherResults(waits).addCallback(combine)
+        return defer.gatherResults([flushed, replicated]).addCallback(combine)
 
     # ------------------------------------------------------------ HA
 
