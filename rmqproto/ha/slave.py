@@ -18,16 +18,22 @@ from rmqproto.remoting.client import connect
 from rmqproto.remoting.sendnow import send_now
 
 __all__ = ["HAClientProtocol", "HAClientConnector", "HASlaveService", "CONNECT_TIMEOUT",
-           "READ_SIZE"]
+           "READ_SIZE", "SMALL_READ_SIZE"]
 
 log = Logger()
 
 #: Seconds a connection attempt to the master's HA port may take.
 CONNECT_TIMEOUT = 3.0
-#: Bytes one read of the HA connection takes at most, instead of Twisted's 64 KiB: fewer
-#: reads, appends, offset reports and reput slices per megabyte (Java reads into a 4 MiB
-#: buffer, ``READ_MAX_BUFFER_SIZE``; 4 MiB reads cost Python a fresh 4 MiB buffer each).
+#: Bytes one read of the HA connection takes at most while catching up, instead of
+#: Twisted's 64 KiB: fewer reads, appends, offset reports and reput slices per megabyte
+#: (Java reads into a 4 MiB buffer, ``READ_MAX_BUFFER_SIZE``; 4 MiB reads cost Python a
+#: fresh 4 MiB buffer each).
 READ_SIZE = 1024 * 1024
+#: Bytes a read asks for while the master's transfers are small (SYNC_MASTER sends): a
+#: ``recv`` buffer this size comes from the heap, where a 1 MiB one costs an ``mmap``,
+#: ``mremap`` and ``munmap`` per read. A read that fills it switches to :data:`READ_SIZE`,
+#: a read shorter than it switches back.
+SMALL_READ_SIZE = 64 * 1024
 
 
 class HAClientProtocol(protocol.Protocol):
@@ -35,6 +41,7 @@ class HAClientProtocol(protocol.Protocol):
 
     def __init__(self, connector):
         self.connector = connector
+        self._sized = False
 
     def connectionMade(self):
         # reports are 8 bytes: without TCP_NODELAY one waits for the ACK of the one before
@@ -42,11 +49,18 @@ class HAClientProtocol(protocol.Protocol):
         set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
         if set_no_delay is not None:
             set_no_delay(True)
-        if hasattr(self.transport, "bufferSize"):  # what one doRead asks the socket for
-            self.transport.bufferSize = READ_SIZE
+        self._sized = hasattr(self.transport, "bufferSize")  # what one doRead asks recv for
+        if self._sized:
+            self.transport.bufferSize = SMALL_READ_SIZE
         self.connector.connection_made(self)
 
     def dataReceived(self, data):
+        if self._sized:
+            size = len(data)
+            if size >= self.transport.bufferSize:
+                self.transport.bufferSize = READ_SIZE
+            elif size < SMALL_READ_SIZE:
+                self.transport.bufferSize = SMALL_READ_SIZE
         self.connector.data_received(self, data)
 
     def connectionLost(self, reason=protocol.connectionDone):

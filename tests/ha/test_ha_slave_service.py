@@ -12,7 +12,7 @@ from rmqproto.broker.config import SETTINGS, apply_startup_rules
 from rmqproto.broker.controller import BrokerController
 from rmqproto.codec.ha import encode_slave_report, encode_transfer
 from rmqproto.ha import ha_service
-from rmqproto.ha.slave import READ_SIZE, HASlaveService
+from rmqproto.ha.slave import READ_SIZE, SMALL_READ_SIZE, HASlaveService
 from rmqproto.store.defaultstore import DefaultMessageStore
 
 SEGMENT = 64 * 1024
@@ -65,14 +65,25 @@ def test_connects_to_the_registered_ha_address_and_reports_at_once(slave):
     assert service.client.state.name == "TRANSFER"
 
 
-def test_the_connection_reads_a_mebibyte_at_once(slave):
+def test_the_connection_reads_a_mebibyte_at_once_while_reads_fill_the_buffer(slave):
     controller, service = slave
     service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")
     protocol = controller.reactor.tcpClients[-1][2].buildProtocol(None)
     transport = StringTransport()
-    transport.bufferSize = 65536  # a TCP transport's, what its doRead asks recv for
+    transport.bufferSize = 4096  # a TCP transport's, what its doRead asks recv for
     protocol.makeConnection(transport)
+    assert transport.bufferSize == SMALL_READ_SIZE == 1 << 16
+    half = SEGMENT // 2  # transfers never cross a segment
+    stream = b"".join(encode_transfer(offset, bytes(half)) for offset in range(0, 6 * half, half))
+    protocol.dataReceived(stream[:100])  # a short read keeps the small buffer
+    assert transport.bufferSize == SMALL_READ_SIZE
+    protocol.dataReceived(stream[100:100 + SMALL_READ_SIZE])  # a full one: catching up
     assert transport.bufferSize == READ_SIZE == 1 << 20
+    protocol.dataReceived(stream[100 + SMALL_READ_SIZE:140_000])  # not full: stays large
+    assert transport.bufferSize == READ_SIZE
+    protocol.dataReceived(stream[140_000:])  # shorter than the small buffer: back to it
+    assert transport.bufferSize == SMALL_READ_SIZE
+    assert controller.store.get_max_phy_offset() == 6 * half
 
 
 def test_replicates_reports_heartbeats_and_housekeeping(slave):
