@@ -434,6 +434,28 @@ def test_sync_master_waits_for_the_replica_unless_told_not_to(stores):
     assert [a.status for a in waiting] == [S.FLUSH_SLAVE_TIMEOUT]
 
 
+@pytest.mark.parametrize("flush, replica, answer", [
+    (S.PUT_OK, S.PUT_OK, S.PUT_OK),
+    (S.FLUSH_DISK_TIMEOUT, S.PUT_OK, S.FLUSH_DISK_TIMEOUT),
+    (S.PUT_OK, S.FLUSH_SLAVE_TIMEOUT, S.FLUSH_SLAVE_TIMEOUT),
+    (S.FLUSH_DISK_TIMEOUT, S.SLAVE_NOT_AVAILABLE, S.SLAVE_NOT_AVAILABLE),
+])
+def test_sync_flush_and_sync_master_answer_once_both_waits_end(stores, flush, replica, answer):
+    """Both waits: the answer comes when both ended; a non-OK replica status wins."""
+    store = stores.open(start=False, brokerRole="SYNC_MASTER", flushDiskType="SYNC_FLUSH")
+    flushed, replicated = defer.Deferred(), defer.Deferred()
+    store.flusher.wait_for = lambda next_offset: flushed
+    store.replica_waiter = lambda next_offset: replicated
+    store.start()
+    answers = []
+    store.put_message(record()).addCallback(answers.append)
+    replicated.callback(replica)
+    assert answers == []
+    flushed.callback(flush)
+    assert [a.status for a in answers] == [answer]
+    assert answers[0].append_result.wrote_offset == 0
+
+
 def test_async_flush_writes_in_the_background_and_checkpoints(stores):
     store = stores.open()
     fill(store, 60)
