@@ -74,7 +74,7 @@ MASTER_STAGES = [
     ("HAMasterConnection.pump, all", "ha/master.py", "pump"),
     ("  get_commit_log_data (slice of the mapped file)", "store/defaultstore.py",
      "get_commit_log_data"),
-    ("  _write (header, writeSequence)", "ha/master.py", "_write"),
+    ("  _write (header, send_now)", "ha/master.py", "_write"),
 ]
 
 
@@ -87,9 +87,6 @@ class _ChunkTransport(StringTransport):
 
     def write(self, data):
         self.chunks.append(data)
-
-    def writeSequence(self, seq):
-        self.chunks.extend(seq)
 
 
 def _slave_store(root, clock):
