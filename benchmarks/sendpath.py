@@ -59,7 +59,7 @@ STAGES = [
     ("  batch checks (check_batch)", "store/commitlog.py", "check_batch"),
     ("  commit-log append (encode_record, copy)", "store/commitlog.py", "append"),
     ("  commit-log append of a batch", "store/commitlog.py", "append_batch"),
-    ("  dispatch requests (dispatch_request)", "store/dispatch.py", "dispatch_request"),
+    ("  dispatch requests (requests_of_fields)", "store/dispatch.py", "requests_of_fields"),
     ("  consume-queue unit", "store/consumequeue.py", "put_position"),
     ("  consume-queue units of a batch", "store/consumequeue.py", "put_positions"),
     ("  index (build_index)", "store/indexservice.py", "build_index"),

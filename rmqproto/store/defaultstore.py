@@ -25,7 +25,7 @@ from rmqproto.store.commitlog import CommitLog, check_batch, check_message, cons
 from rmqproto.store.config import STORE_SETTINGS, store_paths
 from rmqproto.store.consumequeue import ConsumeQueue
 from rmqproto.store.dispatch import (SCHEDULE_TOPIC, ReputService, delay_level_to_queue_id,
-                                     parse_delay_levels, request_of_fields)
+                                     parse_delay_levels, requests_of_fields)
 from rmqproto.store.flush import CommitLogFlusher, ConsumeQueueFlusher, blocking_runner
 from rmqproto.store.indexservice import IndexService
 from rmqproto.store.interfaces import IMessageStore
@@ -258,7 +258,7 @@ class DefaultMessageStore:
                     [recovery.first_record_timestamp(f.mm) for f in files], min_ts)
 
                 def on_record(fields):
-                    self._dispatch([request_of_fields(fields, self.delay_table)])
+                    self._dispatch(requests_of_fields((fields,), self.delay_table))
             end = recovery.walk_commit_log(segments, start, check_crc, on_record)
             del segments
             log.info("{how} recovery of the commit log from file {index} of {count}: valid "

@@ -16,8 +16,7 @@ from typing import NamedTuple
 from rmqproto.codec import message as msg
 
 __all__ = ["SCHEDULE_TOPIC", "DispatchRequest", "parse_delay_levels", "delay_level_to_queue_id",
-           "dispatch_request", "request_of_fields", "requests_of_fields", "ReputService",
-           "DISPATCH_BATCH"]
+           "dispatch_request", "requests_of_fields", "ReputService", "DISPATCH_BATCH"]
 
 #: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -88,13 +87,7 @@ _fields_of = attrgetter(*msg.DISPATCH_FIELDS)
 
 def dispatch_request(record, delay_table):
     """The :class:`DispatchRequest` of a decoded (or just written) record."""
-    return request_of_fields(_fields_of(record), delay_table)
-
-
-def request_of_fields(fields, delay_table):
-    """The :class:`DispatchRequest` of a :func:`~rmqproto.codec.message.decode_dispatch_fields`
-    tuple (what the reput scan reads of a record)."""
-    return DispatchRequest._make(requests_of_fields((fields,), delay_table)[0])
+    return DispatchRequest._make(requests_of_fields((_fields_of(record),), delay_table)[0])
 
 
 def requests_of_fields(fields, delay_table):
