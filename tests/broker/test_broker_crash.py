@@ -223,11 +223,15 @@ def test_sync_flush_acknowledged_messages_survive_kill_9(start_cluster):
     acks = cluster.storm_and_kill()
     assert len(acks) >= ACKS_BEFORE_KILL
     crashed = cluster.check_on_disk()
-    # a write cut short after the last record: the first half of a copy of it
+    # a write cut short after the last record: the first half of a copy of it, then zeros
+    # (the kill may itself have torn a write there, leaving a tail that would complete
+    # the copy into a record nobody wrote)
     last = crashed.records[max(crashed.records)]
     room = STORE["mappedFileSizeCommitLog"] - crashed.log_end % STORE["mappedFileSizeCommitLog"]
     if last.store_size < room:
-        write_commit_log(cluster.root, crashed.log_end, msg.encode_record(last)[:last.store_size // 2])
+        half = last.store_size // 2
+        write_commit_log(cluster.root, crashed.log_end,
+                         msg.encode_record(last)[:half] + bytes(last.store_size - half))
     cluster.restart()
     check = cluster.check()
     assert check.log_end == crashed.log_end == cluster.runtime_max_phy_offset()
