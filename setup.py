@@ -1,5 +1,5 @@
 """Packaging for rmqproto."""
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 setup(
     name="rmqproto",
@@ -11,6 +11,9 @@ setup(
     packages=find_packages(include=["rmqproto", "rmqproto.*", "plugins", "plugins.*"])
     + ["twisted.plugins"],
     package_data={"twisted": ["plugins/*.py"]},
+    # C versions of codec hot paths; without a compiler the Python ones are used
+    ext_modules=[Extension("rmqproto.codec._speedups", ["rmqproto/codec/_speedups.c"],
+                           optional=True)],
     install_requires=[
         "twisted>=23.8",
         "zope.interface>=6",

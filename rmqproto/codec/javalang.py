@@ -5,6 +5,8 @@ import zlib
 from functools import lru_cache
 from operator import mul
 
+from rmqproto.codec.native import speedups
+
 __all__ = ["java_string_hash", "java_string_hash_uncached", "java_string_hash_continued",
            "java_abs_int", "masked_crc32", "to_int32"]
 
@@ -83,6 +85,12 @@ def java_string_hash_continued(prefix_hash, text):
         return h - 0x100000000 if h & 0x80000000 else h
     n = len(text.encode(_UTF16_NATIVE, "surrogatepass")) // 2
     return to_int32(prefix_hash * pow(31, n, 1 << 32) + java_string_hash_uncached(text))
+
+
+#: The Python :func:`java_string_hash_continued`, the reference of its C version.
+python_java_string_hash_continued = java_string_hash_continued
+if speedups is not None:
+    java_string_hash_continued = speedups.java_string_hash_continued  # noqa: F811
 
 
 def java_abs_int(value):

@@ -20,6 +20,7 @@ import construct as cs
 
 from rmqproto.codec.construct_util import build_or_raise, parse_or_raise
 from rmqproto.codec.javalang import java_string_hash, masked_crc32
+from rmqproto.codec.native import speedups
 from rmqproto.errors import BadMagicError, ChecksumError, CodecError, TruncatedError
 
 # ---------------------------------------------------------------- constants
@@ -165,6 +166,12 @@ def string_to_properties(text):
             if name and value:
                 properties[name] = value
     return properties
+
+
+#: The Python :func:`string_to_properties`, the reference of its C version.
+python_string_to_properties = string_to_properties
+if speedups is not None:
+    string_to_properties = speedups.string_to_properties  # noqa: F811
 
 
 def _properties_bytes(properties):
@@ -666,12 +673,6 @@ class RecordScan:
         self.error = error
 
 
-#: The fields :class:`DispatchScan` reads of a version-1 record with IPv4 hosts: TOTALSIZE,
-#: MAGICCODE, BODYCRC, QUEUEID, QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, STORETIMESTAMP,
-#: PREPARED TRANSACTION OFFSET and the body length (the other fixed fields skipped).
-_DISPATCH_V1 = struct.Struct(">iiii4xqqi8x8xq8x4xqi")
-
-
 class DispatchScan(RecordScan):
     """A :class:`RecordScan` of :func:`decode_dispatch_fields` tuples that also reads them a
     batch at a time (:meth:`take`), the way the reput does."""
@@ -684,46 +685,23 @@ class DispatchScan(RecordScan):
         more), as iterating would yield them, with ``position``, ``stop`` and ``error`` as
         iteration leaves them; an empty list once the scan has stopped.
 
-        The usual record (version-1 magic code, IPv4 hosts) is read with one ``struct``
-        call and the checks of :func:`_record_layout` written out here; a record where any
-        of them fails (and a blank, the end, any other layout) takes the path of
-        iteration, which decides and says why."""
+        With the C speedups, runs of usual records (version-1 magic code, IPv4 hosts, every
+        layout check passing) are read in C; any other record (and a blank, the end) takes
+        the path of iteration, which decides and says why."""
         fields = []
-        buffer = self.buffer
-        size = len(buffer)
-        stop_at = size + 1 if limit is None else limit
-        check_crc = self.check_crc
-        unpack = _DISPATCH_V1.unpack_from
-        fixed = _DISPATCH_V1.size
-        append = fields.append
+        stop_at = len(self.buffer) + 1 if limit is None else limit
+        take_usual = speedups.take_usual_records if speedups is not None else None
+        crc = masked_crc32 if self.check_crc else None
         pos = self.position
         while len(fields) < max_count and pos < stop_at and self.stop is None:
-            if size - pos >= fixed:
-                (total, magic, body_crc, queue_id, queue_offset, offset, sys_flag, timestamp,
-                 prepared, body_length) = unpack(buffer, pos)
-                end = pos + total
-                topic_pos = pos + fixed + body_length + 1  # after the 1-byte topic length
-                if (magic == MESSAGE_MAGIC_CODE and total >= _MIN_RECORD_LENGTH and end <= size
-                        and not sys_flag & _HOST_FLAGS and body_length >= 0 and topic_pos <= end):
-                    topic_length = buffer[topic_pos - 1]
-                    properties_pos = topic_pos + topic_length + 2
-                    properties_length = end - properties_pos
-                    if (topic_length <= MAX_TOPIC_LENGTH_V1
-                            and 0 <= properties_length <= MAX_PROPERTIES_LENGTH
-                            and buffer[properties_pos - 2] == properties_length >> 8
-                            and buffer[properties_pos - 1] == properties_length & 0xFF
-                            and (not check_crc or masked_crc32(
-                                buffer[pos + fixed:topic_pos - 1]) == body_crc)):
-                        append((_topic_text(bytes(buffer[topic_pos:topic_pos + topic_length])),
-                                queue_id, queue_offset, offset, sys_flag, timestamp, prepared,
-                                string_to_properties(str(buffer[properties_pos:end], "utf-8",
-                                                         "surrogateescape")), total))
-                        pos = end
-                        continue
+            if take_usual is not None:
+                pos = take_usual(self.buffer, pos, stop_at, max_count, crc, fields)
+                if len(fields) >= max_count or pos >= stop_at:
+                    break
             self.position = pos
             record = self._step()
             if record is not None:
-                append(record)
+                fields.append(record)
             pos = self.position
         self.position = pos
         return fields

@@ -1,0 +1,336 @@
+/*
+ * rmqproto.codec._speedups: C versions of three codec hot paths.
+ *
+ * Each function does exactly what the Python function named in its docstring does
+ * (tests/codec/test_speedups.py compares them on random inputs); the Python versions
+ * stay the reference and are used when this module is not built.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PROPERTY_SEPARATOR 2
+#define NAME_VALUE_SEPARATOR 1
+
+/* A version-1 record with IPv4 hosts, the fixed part up to and including BODY LENGTH. */
+#define FIXED_V1 88
+#define MESSAGE_MAGIC_CODE (-626843481)
+#define MIN_RECORD_LENGTH 91
+#define HOST_FLAGS 48
+#define MAX_TOPIC_LENGTH_V1 127
+#define MAX_PROPERTIES_LENGTH 32767
+
+static int32_t
+read_int(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16)
+                     | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+static int64_t
+read_long(const unsigned char *p)
+{
+    return (int64_t)(((uint64_t)(uint32_t)read_int(p) << 32) | (uint32_t)read_int(p + 4));
+}
+
+static PyObject *
+decode_text(const unsigned char *p, Py_ssize_t n)
+{
+    return PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape");
+}
+
+/* Add each "name\x01value" fragment of p[0:n] (split on \x02) with a non-empty name and
+ * value to props.  Splitting the bytes before decoding gives what splitting the decoded
+ * text gives: \x01 and \x02 are never part of a UTF-8 sequence, so an invalid sequence
+ * ends at them either way. */
+static int
+add_properties_of_bytes(PyObject *props, const unsigned char *p, Py_ssize_t n)
+{
+    const unsigned char *end = p + n;
+    while (p < end) {
+        const unsigned char *stop = memchr(p, PROPERTY_SEPARATOR, end - p);
+        if (stop == NULL)
+            stop = end;
+        const unsigned char *eq = memchr(p, NAME_VALUE_SEPARATOR, stop - p);
+        if (eq != NULL && eq > p && stop > eq + 1) {
+            PyObject *name = decode_text(p, eq - p);
+            if (name == NULL)
+                return -1;
+            PyObject *value = decode_text(eq + 1, stop - eq - 1);
+            if (value == NULL) {
+                Py_DECREF(name);
+                return -1;
+            }
+            int failed = PyDict_SetItem(props, name, value);
+            Py_DECREF(name);
+            Py_DECREF(value);
+            if (failed)
+                return -1;
+        }
+        p = stop + 1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(string_to_properties_doc,
+"string_to_properties(text)\n\n"
+"rmqproto.codec.message.string_to_properties.");
+
+static PyObject *
+string_to_properties(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        int truth = PyObject_IsTrue(text);  /* None (no properties) and "" alike */
+        if (truth == 0)
+            return PyDict_New();
+        if (truth > 0)
+            PyErr_Format(PyExc_TypeError, "properties must be a str, not %.100s",
+                         Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    PyObject *props = PyDict_New();
+    if (props == NULL)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t start = 0;
+    while (start < n) {
+        Py_ssize_t end = start, eq = -1;
+        for (; end < n; end++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, end);
+            if (c == PROPERTY_SEPARATOR)
+                break;
+            if (c == NAME_VALUE_SEPARATOR && eq < 0)
+                eq = end;
+        }
+        if (eq > start && end > eq + 1) {
+            PyObject *name = PyUnicode_Substring(text, start, eq);
+            PyObject *value = name == NULL ? NULL : PyUnicode_Substring(text, eq + 1, end);
+            int failed = value == NULL || PyDict_SetItem(props, name, value);
+            Py_XDECREF(name);
+            Py_XDECREF(value);
+            if (failed) {
+                Py_DECREF(props);
+                return NULL;
+            }
+        }
+        start = end + 1;
+    }
+    return props;
+}
+
+PyDoc_STRVAR(java_string_hash_continued_doc,
+"java_string_hash_continued(prefix_hash, text)\n\n"
+"rmqproto.codec.javalang.java_string_hash_continued.");
+
+static PyObject *
+java_string_hash_continued(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "java_string_hash_continued takes prefix_hash and text");
+        return NULL;
+    }
+    if (!PyLong_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "prefix_hash must be an int");
+        return NULL;
+    }
+    PyObject *text = args[1];
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "text must be a str, not %.100s",
+                     Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    /* h = prefix, then h = 31 h + unit for each UTF-16 code unit: prefix * 31**n + hash */
+    uint32_t h = (uint32_t)PyLong_AsUnsignedLongLongMask(args[0]);
+    if (h == (uint32_t)-1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *units = data;
+        for (Py_ssize_t i = 0; i < n; i++)
+            h = 31 * h + units[i];
+    }
+    else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (c > 0xFFFF) {
+                c -= 0x10000;
+                h = 31 * h + (0xD800 + (c >> 10));
+                h = 31 * h + (0xDC00 + (c & 0x3FF));
+            }
+            else {
+                h = 31 * h + c;
+            }
+        }
+    }
+    return PyLong_FromLong((int32_t)h);
+}
+
+/* The one topic a run of records usually shares, decoded once. */
+typedef struct {
+    unsigned char raw[MAX_TOPIC_LENGTH_V1];
+    Py_ssize_t length;
+    PyObject *text;
+} TopicCache;
+
+static PyObject *
+topic_text(TopicCache *cache, const unsigned char *p, Py_ssize_t n)
+{
+    if (cache->text == NULL || cache->length != n || memcmp(cache->raw, p, n) != 0) {
+        PyObject *text = decode_text(p, n);
+        if (text == NULL)
+            return NULL;
+        Py_XSETREF(cache->text, text);
+        memcpy(cache->raw, p, n);
+        cache->length = n;
+    }
+    return Py_NewRef(cache->text);
+}
+
+/* Whether the body's masked CRC32, computed by crc(memoryview), is expected. */
+static int
+body_crc_matches(PyObject *crc, const unsigned char *body, Py_ssize_t n, int32_t expected)
+{
+    PyObject *view = PyMemoryView_FromMemory((char *)body, n, PyBUF_READ);
+    if (view == NULL)
+        return -1;
+    PyObject *value = PyObject_CallOneArg(crc, view);
+    Py_DECREF(view);
+    if (value == NULL)
+        return -1;
+    long actual = PyLong_AsLong(value);
+    Py_DECREF(value);
+    if (actual == -1 && PyErr_Occurred())
+        return -1;
+    return actual == expected;
+}
+
+/* The dispatch-fields tuple of the usual record at buffer[pos:pos + total]; NULL with no
+ * error set when the record is not a usual one. */
+static PyObject *
+usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos,
+                    PyObject *crc, TopicCache *topics, int *failed)
+{
+    const unsigned char *r = buffer + pos;
+    int64_t total = read_int(r);
+    int64_t sys_flag = read_int(r + 36);
+    int64_t body_length = read_int(r + 84);
+    int64_t end = pos + total;
+    int64_t topic_pos = pos + FIXED_V1 + body_length + 1;  /* after the topic's length byte */
+    if (read_int(r + 4) != MESSAGE_MAGIC_CODE || total < MIN_RECORD_LENGTH || end > size
+            || (sys_flag & HOST_FLAGS) || body_length < 0 || topic_pos > end)
+        return NULL;
+    int64_t topic_length = buffer[topic_pos - 1];
+    int64_t properties_pos = topic_pos + topic_length + 2;
+    int64_t properties_length = end - properties_pos;
+    if (topic_length > MAX_TOPIC_LENGTH_V1 || properties_length < 0
+            || properties_length > MAX_PROPERTIES_LENGTH
+            || buffer[properties_pos - 2] != (properties_length >> 8)
+            || buffer[properties_pos - 1] != (properties_length & 0xFF))
+        return NULL;
+    int32_t body_crc = read_int(r + 8);
+    if (crc != Py_None) {
+        int matches = body_crc_matches(crc, r + FIXED_V1, body_length, body_crc);
+        if (matches <= 0) {
+            *failed = matches < 0;
+            return NULL;
+        }
+    }
+    PyObject *properties = PyDict_New();
+    if (properties == NULL
+            || add_properties_of_bytes(properties, buffer + properties_pos,
+                                       properties_length) < 0) {
+        Py_XDECREF(properties);
+        *failed = 1;
+        return NULL;
+    }
+    PyObject *topic = topic_text(topics, buffer + topic_pos, topic_length);
+    if (topic == NULL) {
+        Py_DECREF(properties);
+        *failed = 1;
+        return NULL;
+    }
+    PyObject *fields = Py_BuildValue("(NiLLLLLNL)", topic, read_int(r + 12),
+                                     (long long)read_long(r + 20), (long long)read_long(r + 28),
+                                     (long long)sys_flag, (long long)read_long(r + 56),
+                                     (long long)read_long(r + 76), properties,
+                                     (long long)total);
+    if (fields == NULL)
+        *failed = 1;
+    return fields;
+}
+
+PyDoc_STRVAR(take_usual_records_doc,
+"take_usual_records(buffer, position, stop_at, max_count, crc, out) -> position\n\n"
+"Append to the list out the decode_dispatch_fields tuple of each record from position\n"
+"on while the records are usual ones (version-1 magic code, IPv4 hosts, every check of\n"
+"the record layout passing; with crc, a callable giving the masked CRC32 of a buffer,\n"
+"the body's CRC too), position is below stop_at and out holds fewer than max_count\n"
+"tuples; return the position after the last record appended.  The record found there\n"
+"(or the end) is left for the caller to decide.");
+
+static PyObject *
+take_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !PyList_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "take_usual_records takes buffer, position, "
+                        "stop_at, max_count, crc and a list");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t stop_at = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t max_count = PyLong_AsSsize_t(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *crc = args[4], *out = args[5];
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *buffer = view.buf;
+    Py_ssize_t size = view.len;
+    TopicCache topics = {.text = NULL};
+    int failed = 0;
+    while (pos >= 0 && pos < stop_at && size - pos >= FIXED_V1
+           && PyList_GET_SIZE(out) < max_count) {
+        PyObject *fields = usual_record_fields(buffer, size, pos, crc, &topics, &failed);
+        if (fields == NULL)
+            break;
+        failed = PyList_Append(out, fields);
+        Py_DECREF(fields);
+        if (failed)
+            break;
+        pos += read_int(buffer + pos);
+    }
+    Py_XDECREF(topics.text);
+    PyBuffer_Release(&view);
+    return failed ? NULL : PyLong_FromSsize_t(pos);
+}
+
+static PyMethodDef methods[] = {
+    {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
+     string_to_properties_doc},
+    {"java_string_hash_continued", (PyCFunction)(void (*)(void))java_string_hash_continued,
+     METH_FASTCALL, java_string_hash_continued_doc},
+    {"take_usual_records", (PyCFunction)(void (*)(void))take_usual_records, METH_FASTCALL,
+     take_usual_records_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "rmqproto.codec._speedups",
+    .m_doc = "C versions of codec hot paths (see each function's Python twin).",
+    .m_size = 0,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModuleDef_Init(&module);
+}
