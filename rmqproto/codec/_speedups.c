@@ -1,5 +1,5 @@
 /*
- * rmqproto.codec._speedups: C versions of three codec hot paths.
+ * rmqproto.codec._speedups: C versions of codec hot paths.
  *
  * Each function does exactly what the Python function named in its docstring does
  * (tests/codec/test_speedups.py compares them on random inputs); the Python versions
@@ -311,6 +311,123 @@ take_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return failed ? NULL : PyLong_FromSsize_t(pos);
 }
 
+#define INDEX_HEADER_SIZE 40
+#define HASH_SLOT_SIZE 4
+#define INDEX_SIZE 20
+
+static void
+write_int(unsigned char *p, int32_t value)
+{
+    uint32_t v = (uint32_t)value;
+    p[0] = v >> 24;
+    p[1] = v >> 16;
+    p[2] = v >> 8;
+    p[3] = v;
+}
+
+static void
+write_long(unsigned char *p, int64_t value)
+{
+    write_int(p, (int32_t)((uint64_t)value >> 32));
+    write_int(p + 4, (int32_t)value);
+}
+
+/* The int64 value of an int object; 0 with *ok cleared for anything else. */
+static int64_t
+as_long(PyObject *value, int *ok)
+{
+    int overflow = 0;
+    long long v = PyLong_Check(value) ? PyLong_AsLongLongAndOverflow(value, &overflow) : 0;
+    if (!PyLong_Check(value) || overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        *ok = 0;
+    }
+    return v;
+}
+
+PyDoc_STRVAR(put_index_hashes_doc,
+"put_index_hashes(buffer, entries, start, index_num, slot_num, count, slot_count,\n"
+"                 begin_timestamp, begin_phy_offset)\n"
+"    -> (next, count, slot_count, begin_timestamp, begin_phy_offset)\n\n"
+"The loop of rmqproto.codec.indexfile.IndexFile.put_hashes over the writable index file\n"
+"buffer: put each (hash_code, phy_offset, store_timestamp) of entries from start on\n"
+"while count < index_num.  It stops before an entry it cannot put as the Python loop\n"
+"would (not a tuple of three ints, a hash outside int32, an offset or timestamp outside\n"
+"a Java long, a position outside the buffer), leaving that entry to the caller.  The\n"
+"header is left to the caller.");
+
+static PyObject *
+put_index_hashes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9 || (!PyList_Check(args[1]) && !PyTuple_Check(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "put_index_hashes takes buffer, a list or tuple of "
+                        "entries, start, index_num, slot_num, count, slot_count, "
+                        "begin_timestamp and begin_phy_offset");
+        return NULL;
+    }
+    PyObject *entries = args[1];
+    Py_ssize_t i = PyLong_AsSsize_t(args[2]);
+    long long index_num = PyLong_AsLongLong(args[3]);
+    long long slot_num = PyLong_AsLongLong(args[4]);
+    long long count = PyLong_AsLongLong(args[5]);
+    long long slot_count = PyLong_AsLongLong(args[6]);
+    long long begin_timestamp = PyLong_AsLongLong(args[7]);
+    long long begin_phy_offset = PyLong_AsLongLong(args[8]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (i < 0) {
+        PyErr_SetString(PyExc_ValueError, "start must not be negative");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    unsigned char *buffer = view.buf;
+    long long size = view.len;
+    long long entries_at = INDEX_HEADER_SIZE + slot_num * HASH_SLOT_SIZE;
+    Py_ssize_t end = PySequence_Fast_GET_SIZE(entries);
+    for (; i < end && count < index_num && slot_num > 0; i++) {
+        PyObject *entry = PySequence_Fast_GET_ITEM(entries, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3)
+            break;
+        int ok = 1;
+        int64_t key_hash = as_long(PyTuple_GET_ITEM(entry, 0), &ok);
+        int64_t phy_offset = as_long(PyTuple_GET_ITEM(entry, 1), &ok);
+        int64_t timestamp = as_long(PyTuple_GET_ITEM(entry, 2), &ok);
+        if (!ok || key_hash < INT32_MIN || key_hash > INT32_MAX)
+            break;
+        if (key_hash < 0)  /* Math.abs, and 0 for Integer.MIN_VALUE */
+            key_hash = key_hash == INT32_MIN ? 0 : -key_hash;
+        long long slot_pos = INDEX_HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE;
+        long long entry_pos = entries_at + count * INDEX_SIZE;
+        if (count < 0 || slot_pos + HASH_SLOT_SIZE > size || entry_pos + INDEX_SIZE > size)
+            break;
+        int32_t slot_value = read_int(buffer + slot_pos);
+        if (slot_value <= 0 || slot_value > count) {
+            slot_value = 0;
+            slot_count++;
+        }
+        int32_t time_diff = 0;
+        if (begin_timestamp > 0 && timestamp >= begin_timestamp) {
+            uint64_t seconds = ((uint64_t)timestamp - (uint64_t)begin_timestamp) / 1000;
+            time_diff = seconds > INT32_MAX ? INT32_MAX : (int32_t)seconds;
+        }
+        unsigned char *p = buffer + entry_pos;
+        write_int(p, (int32_t)key_hash);
+        write_long(p + 4, phy_offset);
+        write_int(p + 12, time_diff);
+        write_int(p + 16, slot_value);
+        write_int(buffer + slot_pos, (int32_t)count);
+        if (count <= 1) {
+            begin_phy_offset = phy_offset;
+            begin_timestamp = timestamp;
+        }
+        count++;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nLLLL)", i, count, slot_count, begin_timestamp, begin_phy_offset);
+}
+
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
@@ -318,6 +435,8 @@ static PyMethodDef methods[] = {
      METH_FASTCALL, java_string_hash_continued_doc},
     {"take_usual_records", (PyCFunction)(void (*)(void))take_usual_records, METH_FASTCALL,
      take_usual_records_doc},
+    {"put_index_hashes", (PyCFunction)(void (*)(void))put_index_hashes, METH_FASTCALL,
+     put_index_hashes_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,6 +14,7 @@ import construct as cs
 
 from rmqproto.codec.construct_util import build_or_raise, parse_or_raise
 from rmqproto.codec.javalang import java_abs_int, java_string_hash
+from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError, TruncatedError
 
 __all__ = [
@@ -219,7 +220,8 @@ class IndexFile:
 
         The header is written once, after the last put: the same bytes as a header written
         back after each put (the fields Java's setters leave alone keep theirs). An entry
-        out of range raises ``CodecError`` with the entries before it put."""
+        out of range raises ``CodecError`` with the entries before it put. With the C
+        speedups the loop runs in C, which leaves any entry it cannot put to this one."""
         count = first = self.index_count
         index_num, slot_num = self.index_num, self.hash_slot_num
         buffer = self.buffer
@@ -230,6 +232,10 @@ class IndexFile:
         end = len(entries)
         i = start
         try:
+            if speedups is not None and isinstance(entries, (list, tuple)):
+                i, count, slot_count, begin_timestamp, begin_phy_offset = \
+                    speedups.put_index_hashes(buffer, entries, i, index_num, slot_num, count,
+                                              slot_count, begin_timestamp, begin_phy_offset)
             while i < end and count < index_num:
                 key_hash, phy_offset, timestamp = entries[i]
                 if not (_LONG_MIN <= phy_offset <= _LONG_MAX
