@@ -428,6 +428,233 @@ put_index_hashes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(nLLLL)", i, count, slot_count, begin_timestamp, begin_phy_offset);
 }
 
+/* Property names the dispatch reads, made once. */
+static PyObject *TAGS, *KEYS, *UNIQ_KEY, *EMPTY;
+
+/* h continued over the UTF-16 code units of text[start:end]. */
+static uint32_t
+hash_continued(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end)
+{
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c > 0xFFFF) {
+            c -= 0x10000;
+            h = 31 * h + (0xD800 + (c >> 10));
+            h = 31 * h + (0xDC00 + (c & 0x3FF));
+        }
+        else {
+            h = 31 * h + c;
+        }
+    }
+    return h;
+}
+
+static int
+require_str(PyObject *value, const char *what)
+{
+    if (PyUnicode_Check(value))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", what, Py_TYPE(value)->tp_name);
+    return -1;
+}
+
+PyDoc_STRVAR(requests_of_fields_doc,
+"requests_of_fields(fields, schedule_topic, schedule_tags_code)\n\n"
+"rmqproto.store.dispatch.requests_of_fields: the request tuple of each fields tuple, the\n"
+"tags code the TAGS hash; for records of schedule_topic it is\n"
+"schedule_tags_code(topic, properties, store_timestamp).");
+
+static PyObject *
+requests_of_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "requests_of_fields takes fields, schedule_topic "
+                        "and schedule_tags_code");
+        return NULL;
+    }
+    PyObject *fields = PySequence_Fast(args[0], "fields must be iterable");
+    if (fields == NULL)
+        return NULL;
+    PyObject *schedule_topic = args[1], *schedule_tags_code = args[2];
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fields);
+    PyObject *requests = PyList_New(n);
+    if (requests == NULL)
+        goto failed;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fields, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 9
+                || !PyDict_Check(PyTuple_GET_ITEM(item, 7))) {
+            PyErr_SetString(PyExc_TypeError, "a fields tuple has nine items, the eighth a dict");
+            goto failed;
+        }
+        PyObject *topic = PyTuple_GET_ITEM(item, 0);
+        PyObject *properties = PyTuple_GET_ITEM(item, 7);
+        PyObject *store_timestamp = PyTuple_GET_ITEM(item, 5);
+        PyObject *tags_code;
+        int scheduled = PyObject_RichCompareBool(topic, schedule_topic, Py_EQ);
+        if (scheduled < 0)
+            goto failed;
+        if (scheduled) {
+            tags_code = PyObject_CallFunctionObjArgs(schedule_tags_code, topic, properties,
+                                                     store_timestamp, NULL);
+        }
+        else {
+            PyObject *tags = PyDict_GetItemWithError(properties, TAGS);
+            if (tags == NULL && PyErr_Occurred())
+                goto failed;
+            if (tags != NULL && require_str(tags, "TAGS") < 0)
+                goto failed;
+            uint32_t h = tags == NULL ? 0 : hash_continued(0, tags, 0, PyUnicode_GET_LENGTH(tags));
+            tags_code = PyLong_FromLong((int32_t)h);
+        }
+        if (tags_code == NULL)
+            goto failed;
+        PyObject *keys = PyDict_GetItemWithError(properties, KEYS);
+        if (keys == NULL && PyErr_Occurred()) {
+            Py_DECREF(tags_code);
+            goto failed;
+        }
+        PyObject *uniq_key = PyDict_GetItemWithError(properties, UNIQ_KEY);
+        if (uniq_key == NULL && PyErr_Occurred()) {
+            Py_DECREF(tags_code);
+            goto failed;
+        }
+        PyObject *request = PyTuple_Pack(
+            12, topic, PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 3),
+            PyTuple_GET_ITEM(item, 8), tags_code, store_timestamp, PyTuple_GET_ITEM(item, 2),
+            keys == NULL ? EMPTY : keys, uniq_key == NULL ? Py_None : uniq_key,
+            PyTuple_GET_ITEM(item, 4), PyTuple_GET_ITEM(item, 6), properties);
+        Py_DECREF(tags_code);
+        if (request == NULL)
+            goto failed;
+        PyList_SET_ITEM(requests, i, request);
+    }
+    Py_DECREF(fields);
+    return requests;
+failed:
+    Py_DECREF(fields);
+    Py_XDECREF(requests);
+    return NULL;
+}
+
+/* Append (hash, offset, timestamp) to entries; -1 on error. */
+static int
+append_entry(PyObject *entries, uint32_t h, PyObject *offset, PyObject *timestamp)
+{
+    PyObject *hash = PyLong_FromLong((int32_t)h);
+    if (hash == NULL)
+        return -1;
+    PyObject *entry = PyTuple_Pack(3, hash, offset, timestamp);
+    Py_DECREF(hash);
+    if (entry == NULL)
+        return -1;
+    int failed = PyList_Append(entries, entry);
+    Py_DECREF(entry);
+    return failed;
+}
+
+PyDoc_STRVAR(index_entries_doc,
+"index_entries(requests, newest_end_phy_offset, rollback_type) -> (entries, rolls)\n\n"
+"The loop of rmqproto.store.indexservice.index_entries.");
+
+static PyObject *
+index_entries(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "index_entries takes requests, "
+                        "newest_end_phy_offset and rollback_type");
+        return NULL;
+    }
+    long rollback = PyLong_AsLong(args[2]);
+    if (rollback == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *requests = PySequence_Fast(args[0], "requests must be iterable");
+    if (requests == NULL)
+        return NULL;
+    PyObject *entries = PyList_New(0);
+    PyObject *end_object = NULL, *topic = NULL;
+    uint32_t prefix = 0;
+    int rolls = 0;
+    if (entries == NULL)
+        goto failed;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(requests);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(requests, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 12) {
+            PyErr_SetString(PyExc_TypeError, "a request tuple has twelve items");
+            goto failed;
+        }
+        PyObject *words = PyTuple_GET_ITEM(item, 7), *uniq_key = PyTuple_GET_ITEM(item, 8);
+        int has_uniq = PyObject_IsTrue(uniq_key), has_words = PyObject_IsTrue(words);
+        if (has_uniq < 0 || has_words < 0)
+            goto failed;
+        if (!has_uniq && !has_words)
+            continue;
+        if (end_object == NULL) {  /* the newest file, found at the first request with keys */
+            end_object = PyObject_CallNoArgs(args[1]);
+            if (end_object == NULL)
+                goto failed;
+        }
+        rolls = 1;
+        PyObject *offset = PyTuple_GET_ITEM(item, 2), *timestamp = PyTuple_GET_ITEM(item, 5);
+        int before = PyObject_RichCompareBool(offset, end_object, Py_LT);
+        if (before < 0)
+            goto failed;
+        long sys_flag = PyLong_AsLong(PyTuple_GET_ITEM(item, 9));
+        if (sys_flag == -1 && PyErr_Occurred())
+            goto failed;
+        if (before || (sys_flag & rollback) == rollback)
+            continue;
+        PyObject *request_topic = PyTuple_GET_ITEM(item, 0);
+        if (topic == NULL || (request_topic != topic
+                              && PyUnicode_Compare(request_topic, topic) != 0)) {
+            if (require_str(request_topic, "topic") < 0)
+                goto failed;
+            Py_XSETREF(topic, Py_NewRef(request_topic));
+            prefix = 31 * hash_continued(0, topic, 0, PyUnicode_GET_LENGTH(topic)) + '#';
+        }
+        Py_ssize_t count = PyList_GET_SIZE(entries);
+        if (has_uniq) {
+            if (require_str(uniq_key, "UNIQ_KEY") < 0
+                    || append_entry(entries, hash_continued(prefix, uniq_key, 0,
+                                                            PyUnicode_GET_LENGTH(uniq_key)),
+                                    offset, timestamp) < 0)
+                goto failed;
+        }
+        if (has_words) {
+            if (require_str(words, "KEYS") < 0)
+                goto failed;
+            int kind = PyUnicode_KIND(words);
+            const void *data = PyUnicode_DATA(words);
+            Py_ssize_t length = PyUnicode_GET_LENGTH(words), start = 0;
+            for (Py_ssize_t j = 0; j <= length; j++) {
+                if (j < length && PyUnicode_READ(kind, data, j) != ' ')
+                    continue;
+                if (j > start && append_entry(entries, hash_continued(prefix, words, start, j),
+                                              offset, timestamp) < 0)
+                    goto failed;
+                start = j + 1;
+            }
+        }
+        if (PyList_GET_SIZE(entries) > count) {
+            Py_SETREF(end_object, Py_NewRef(offset));
+            rolls = 0;
+        }
+    }
+    Py_DECREF(requests);
+    Py_XDECREF(end_object);
+    Py_XDECREF(topic);
+    return Py_BuildValue("(NO)", entries, rolls ? Py_True : Py_False);
+failed:
+    Py_DECREF(requests);
+    Py_XDECREF(entries);
+    Py_XDECREF(end_object);
+    Py_XDECREF(topic);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
@@ -437,6 +664,10 @@ static PyMethodDef methods[] = {
      take_usual_records_doc},
     {"put_index_hashes", (PyCFunction)(void (*)(void))put_index_hashes, METH_FASTCALL,
      put_index_hashes_doc},
+    {"requests_of_fields", (PyCFunction)(void (*)(void))requests_of_fields, METH_FASTCALL,
+     requests_of_fields_doc},
+    {"index_entries", (PyCFunction)(void (*)(void))index_entries, METH_FASTCALL,
+     index_entries_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -451,5 +682,13 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    if (TAGS == NULL) {
+        TAGS = PyUnicode_InternFromString("TAGS");
+        KEYS = PyUnicode_InternFromString("KEYS");
+        UNIQ_KEY = PyUnicode_InternFromString("UNIQ_KEY");
+        EMPTY = PyUnicode_InternFromString("");
+        if (TAGS == NULL || KEYS == NULL || UNIQ_KEY == NULL || EMPTY == NULL)
+            return NULL;
+    }
     return PyModuleDef_Init(&module);
 }

@@ -14,6 +14,7 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from rmqproto.codec import message as msg
+from rmqproto.codec.native import speedups
 
 __all__ = ["SCHEDULE_TOPIC", "DispatchRequest", "parse_delay_levels", "delay_level_to_queue_id",
            "dispatch_request", "requests_of_fields", "ReputService", "DISPATCH_BATCH"]
@@ -103,6 +104,17 @@ def requests_of_fields(fields, delay_table):
              prepared, props)
             for topic, queue_id, queue_offset, offset, sys_flag, store_timestamp, prepared, props,
             size in fields]
+
+
+#: The Python :func:`requests_of_fields`, the reference of its C version.
+python_requests_of_fields = requests_of_fields
+if speedups is not None:
+    def requests_of_fields(fields, delay_table):  # noqa: F811
+        """:func:`python_requests_of_fields` in C."""
+        return speedups.requests_of_fields(
+            fields, SCHEDULE_TOPIC,
+            lambda topic, properties, store_timestamp:
+                _tags_code(topic, properties, store_timestamp, delay_table))
 
 
 class ReputService:

@@ -12,9 +12,11 @@ import time
 from rmqproto.codec import message as msg
 from rmqproto.codec.indexfile import IndexFile, build_key, index_file_size, topic_prefix_hash
 from rmqproto.codec.javalang import java_string_hash_continued
+from rmqproto.codec.native import speedups
 from rmqproto.store.mappedfile import MappedFileBase, numbered_files
 
-__all__ = ["IndexService", "IndexMappedFile", "index_file_name", "time_matched"]
+__all__ = ["IndexService", "IndexMappedFile", "index_file_name", "time_matched",
+           "index_entries"]
 
 _ROLLBACK = msg.TRANSACTION_ROLLBACK_TYPE
 
@@ -41,6 +43,49 @@ class IndexMappedFile(MappedFileBase):
     @property
     def header(self):
         return self.index.header
+
+
+def index_entries(requests, newest_end_phy_offset, rollback_type):
+    """The ``(hash_code, phy_offset, store_timestamp)`` index entries of ``requests`` (tuples
+    in ``DispatchRequest`` order) and whether the last request with keys added none.
+
+    Each request's ``UNIQ_KEY`` and ``KEYS`` words, hashed as ``topic#key`` from the topic's
+    ``topic#`` hash on, unless its transaction type is ``rollback_type`` or its offset is
+    below the newest file's end (``newest_end_phy_offset()``, called at the first request
+    with keys) or the last offset given entries. The C speedups replace this loop."""
+    entries = []
+    append = entries.append
+    prefixes = {}
+    end_phy_offset = None
+    rolls = False  # a request with keys came while the file may have been full
+    for topic, _, offset, _, _, timestamp, _, words, uniq_key, sys_flag, _, _ in requests:
+        if not uniq_key and not words:
+            continue
+        if end_phy_offset is None:
+            end_phy_offset = newest_end_phy_offset()
+        rolls = True
+        if offset < end_phy_offset or sys_flag & rollback_type == rollback_type:
+            continue
+        prefix = prefixes.get(topic)
+        if prefix is None:
+            prefixes[topic] = prefix = topic_prefix_hash(topic)
+        before = len(entries)
+        if uniq_key:
+            append((java_string_hash_continued(prefix, uniq_key), offset, timestamp))
+        if words:
+            for word in words.split(msg.KEY_SEPARATOR):
+                if word:
+                    append((java_string_hash_continued(prefix, word), offset, timestamp))
+        if len(entries) > before:
+            end_phy_offset = offset
+            rolls = False
+    return entries, rolls
+
+
+#: The Python :func:`index_entries`, the reference of its C version.
+python_index_entries = index_entries
+if speedups is not None:
+    index_entries = speedups.index_entries  # noqa: F811
 
 
 class IndexService:
@@ -93,38 +138,20 @@ class IndexService:
         its ``UNIQ_KEY`` and ``KEYS`` words (not for rolled-back transactions, nor for offsets
         the newest file already covers).
 
-        The key hashes of the whole batch go to :meth:`IndexFile.put_hashes` at once (each
-        hash from the topic's ``topic#`` hash on). As in Java, a request with keys finds the
+        The key hashes of the whole batch (:func:`index_entries`) go to
+        :meth:`IndexFile.put_hashes` at once. As in Java, a request with keys finds the
         newest file (creating one when there is none or the newest is full) even when it
         adds nothing."""
-        entries = []
-        append = entries.append
-        prefixes = {}
-        f = None
-        end_phy_offset = 0
-        rolls = False  # a request with keys came while the file may have been full
-        for topic, _, offset, _, _, timestamp, _, words, uniq_key, sys_flag, _, _ in requests:
-            if not uniq_key and not words:
-                continue
-            if f is None:
-                f = self._last_file()
-                end_phy_offset = f.index.end_phy_offset
-            rolls = True
-            if offset < end_phy_offset or sys_flag & _ROLLBACK == _ROLLBACK:
-                continue
-            prefix = prefixes.get(topic)
-            if prefix is None:
-                prefixes[topic] = prefix = topic_prefix_hash(topic)
-            before = len(entries)
-            if uniq_key:
-                append((java_string_hash_continued(prefix, uniq_key), offset, timestamp))
-            if words:
-                for word in words.split(msg.KEY_SEPARATOR):
-                    if word:
-                        append((java_string_hash_continued(prefix, word), offset, timestamp))
-            if len(entries) > before:
-                end_phy_offset = offset
-                rolls = False
+        newest = []
+
+        def newest_end_phy_offset():
+            newest.append(self._last_file())
+            return newest[0].index.end_phy_offset
+
+        entries, rolls = index_entries(requests, newest_end_phy_offset, _ROLLBACK)
+        if not newest:
+            return
+        f = newest[0]
         done = 0
         while done < len(entries):
             done = f.index.put_hashes(entries, done)
