@@ -655,6 +655,75 @@ failed:
     return NULL;
 }
 
+#define TRANSACTION_BITS 0xC
+#define TRANSACTION_PREPARED_TYPE 0x4
+
+PyDoc_STRVAR(consume_queue_runs_doc,
+"consume_queue_runs(requests) -> (runs, store_timestamp)\n\n"
+"rmqproto.store.dispatch.consume_queue_runs.");
+
+static PyObject *
+consume_queue_runs(PyObject *module, PyObject *requests_arg)
+{
+    PyObject *requests = PySequence_Fast(requests_arg, "requests must be iterable");
+    if (requests == NULL)
+        return NULL;
+    PyObject *runs = PyDict_New(), *key = NULL, *store_timestamp = Py_None;
+    PyObject *last_topic = NULL, *last_queue_id = NULL, *last_units = NULL;
+    if (runs == NULL)
+        goto failed;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(requests);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(requests, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 12) {
+            PyErr_SetString(PyExc_TypeError, "a request tuple has twelve items");
+            goto failed;
+        }
+        long sys_flag = PyLong_AsLong(PyTuple_GET_ITEM(item, 9));
+        if (sys_flag == -1 && PyErr_Occurred())
+            goto failed;
+        long transaction = sys_flag & TRANSACTION_BITS;
+        if (transaction == TRANSACTION_PREPARED_TYPE || transaction == TRANSACTION_BITS)
+            continue;  /* prepared or rolled back: not consumable */
+        PyObject *topic = PyTuple_GET_ITEM(item, 0), *queue_id = PyTuple_GET_ITEM(item, 1);
+        PyObject *units = last_units;
+        if (topic != last_topic || queue_id != last_queue_id) {  /* the usual run: same objects */
+            key = PyTuple_Pack(2, topic, queue_id);
+            if (key == NULL)
+                goto failed;
+            units = PyDict_GetItemWithError(runs, key);
+            if (units == NULL) {
+                if (PyErr_Occurred() || (units = PyList_New(0)) == NULL
+                        || PyDict_SetItem(runs, key, units) < 0) {
+                    Py_XDECREF(units);
+                    goto failed;
+                }
+                Py_DECREF(units);  /* the dict holds it */
+            }
+            Py_CLEAR(key);
+            last_topic = topic;
+            last_queue_id = queue_id;
+            last_units = units;
+        }
+        PyObject *unit = PyTuple_Pack(4, PyTuple_GET_ITEM(item, 2), PyTuple_GET_ITEM(item, 3),
+                                      PyTuple_GET_ITEM(item, 4), PyTuple_GET_ITEM(item, 6));
+        if (unit == NULL)
+            goto failed;
+        int appended = PyList_Append(units, unit);
+        Py_DECREF(unit);
+        if (appended < 0)
+            goto failed;
+        store_timestamp = PyTuple_GET_ITEM(item, 5);
+    }
+    Py_DECREF(requests);
+    return Py_BuildValue("(NO)", runs, store_timestamp);
+failed:
+    Py_DECREF(requests);
+    Py_XDECREF(runs);
+    Py_XDECREF(key);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
@@ -668,6 +737,7 @@ static PyMethodDef methods[] = {
      requests_of_fields_doc},
     {"index_entries", (PyCFunction)(void (*)(void))index_entries, METH_FASTCALL,
      index_entries_doc},
+    {"consume_queue_runs", (PyCFunction)consume_queue_runs, METH_O, consume_queue_runs_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -24,8 +24,9 @@ from rmqproto.store import recovery
 from rmqproto.store.commitlog import CommitLog, check_batch, check_message, consumable, delay_level
 from rmqproto.store.config import STORE_SETTINGS, store_paths
 from rmqproto.store.consumequeue import ConsumeQueue
-from rmqproto.store.dispatch import (SCHEDULE_TOPIC, ReputService, delay_level_to_queue_id,
-                                     parse_delay_levels, requests_of_fields)
+from rmqproto.store.dispatch import (SCHEDULE_TOPIC, ReputService, consume_queue_runs,
+                                     delay_level_to_queue_id, parse_delay_levels,
+                                     requests_of_fields)
 from rmqproto.store.flush import CommitLogFlusher, ConsumeQueueFlusher, blocking_runner
 from rmqproto.store.indexservice import IndexService
 from rmqproto.store.interfaces import IMessageStore
@@ -374,16 +375,7 @@ class DefaultMessageStore:
         """``doDispatch`` of each request (a tuple in ``DispatchRequest`` order), in order: the
         consume queues (a queue's units of the batch in one append where they continue it),
         the index, the arriving listeners."""
-        runs = {}
-        store_timestamp = None
-        for (topic, queue_id, offset, size, tags_code, timestamp, queue_offset, _, _, sys_flag,
-             _, _) in requests:
-            if consumable(sys_flag):
-                units = runs.get((topic, queue_id))
-                if units is None:
-                    runs[topic, queue_id] = units = []
-                units.append((offset, size, tags_code, queue_offset))
-                store_timestamp = timestamp
+        runs, store_timestamp = consume_queue_runs(requests)
         for (topic, queue_id), units in runs.items():
             self.find_consume_queue(topic, queue_id).put_positions(units)
         slave = self.config["brokerRole"] == "SLAVE"

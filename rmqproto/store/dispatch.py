@@ -15,9 +15,11 @@ from typing import NamedTuple
 
 from rmqproto.codec import message as msg
 from rmqproto.codec.native import speedups
+from rmqproto.store.commitlog import consumable
 
 __all__ = ["SCHEDULE_TOPIC", "DispatchRequest", "parse_delay_levels", "delay_level_to_queue_id",
-           "dispatch_request", "requests_of_fields", "ReputService", "DISPATCH_BATCH"]
+           "dispatch_request", "requests_of_fields", "consume_queue_runs", "ReputService",
+           "DISPATCH_BATCH"]
 
 #: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -115,6 +117,29 @@ if speedups is not None:
             fields, SCHEDULE_TOPIC,
             lambda topic, properties, store_timestamp:
                 _tags_code(topic, properties, store_timestamp, delay_table))
+
+
+def consume_queue_runs(requests):
+    """The consume-queue units of the consumable ``requests`` (tuples in ``DispatchRequest``
+    order) by queue, ``{(topic, queue_id): [(offset, size, tags_code, cq_offset), …]}`` in
+    order, and the store timestamp of the last of them (None without any)."""
+    runs = {}
+    store_timestamp = None
+    for (topic, queue_id, offset, size, tags_code, timestamp, queue_offset, _, _, sys_flag,
+         _, _) in requests:
+        if consumable(sys_flag):
+            units = runs.get((topic, queue_id))
+            if units is None:
+                runs[topic, queue_id] = units = []
+            units.append((offset, size, tags_code, queue_offset))
+            store_timestamp = timestamp
+    return runs, store_timestamp
+
+
+#: The Python :func:`consume_queue_runs`, the reference of its C version.
+python_consume_queue_runs = consume_queue_runs
+if speedups is not None:
+    consume_queue_runs = speedups.consume_queue_runs  # noqa: F811
 
 
 class ReputService:
