@@ -36,7 +36,7 @@ from twisted.internet.testing import StringTransport
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import OtherLoad, exit_on_sigterm, log  # noqa: E402
-from sendpath import make_broker, request_frames, run as run_sends, check  # noqa: E402
+from sendpath import make_broker, native, request_frames, run as run_sends, check  # noqa: E402
 from rmqproto.broker.config import SETTINGS  # noqa: E402
 from rmqproto.codec.javalang import java_string_hash  # noqa: E402
 from rmqproto.codec.ha import encode_slave_report  # noqa: E402
@@ -60,15 +60,14 @@ SLAVE_STAGES = [
     ("  offset report (_report)", "ha/client.py", "_report"),
     ("reput slices (ReputService.do_reput), all", "store/dispatch.py", "do_reput"),
     ("  record scan (DispatchScan.take)", "codec/message.py", "take"),
-    ("    properties split (string_to_properties)", "codec/message.py", "string_to_properties"),
-    ("  requests_of_fields (request tuples, tags code)", "store/dispatch.py",
-     "requests_of_fields"),
+    ("    usual records (take_usual_records, C)", *native("take_usual_records")),
+    ("  request tuples (requests_of_fields, C)", "store/dispatch.py", "requests_of_fields"),
     ("  DefaultMessageStore._dispatch, all", "store/defaultstore.py", "_dispatch"),
+    ("    consume-queue runs (consume_queue_runs, C)", *native("consume_queue_runs")),
     ("    consume-queue units (put_positions)", "store/consumequeue.py", "put_positions"),
     ("    index (build_indexes)", "store/indexservice.py", "build_indexes"),
-    ("      IndexFile.put_hashes", "codec/indexfile.py", "put_hashes"),
-    ("      String.hashCode (java_string_hash_continued)", "codec/javalang.py",
-     "java_string_hash_continued"),
+    ("      index entries (index_entries, C)", *native("index_entries")),
+    ("      IndexFile.put_hashes (C loop)", "codec/indexfile.py", "put_hashes"),
 ]
 MASTER_STAGES = [
     ("HAMasterConnection.pump, all", "ha/master.py", "pump"),

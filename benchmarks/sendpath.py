@@ -47,6 +47,11 @@ TOPIC = "BenchSend"
 QUEUES = 8
 
 #: Stages of one send as the profile names them: (label, file suffix, function).
+def native(function):
+    """The (file suffix, function name) a profile gives a function of the C speedups."""
+    return "~", "<built-in method rmqproto.codec._speedups.%s>" % function
+
+
 STAGES = [
     ("frame decode (decode_frame)", "codec/frame.py", "decode_frame"),
     ("request header (v1_from_ext_fields)", "processors/send.py", "parse_request_header"),
@@ -59,11 +64,13 @@ STAGES = [
     ("  batch checks (check_batch)", "store/commitlog.py", "check_batch"),
     ("  commit-log append (encode_record, copy)", "store/commitlog.py", "append"),
     ("  commit-log append of a batch", "store/commitlog.py", "append_batch"),
-    ("  dispatch requests (requests_of_fields)", "store/dispatch.py", "requests_of_fields"),
+    ("  dispatch requests (requests_of_fields, C)", "store/dispatch.py", "requests_of_fields"),
+    ("  consume-queue runs (consume_queue_runs, C)", *native("consume_queue_runs")),
     ("  consume-queue unit", "store/consumequeue.py", "put_position"),
     ("  consume-queue units of a batch", "store/consumequeue.py", "put_positions"),
     ("  index (build_index)", "store/indexservice.py", "build_index"),
     ("  index of a batch (build_indexes)", "store/indexservice.py", "build_indexes"),
+    ("    index entries (index_entries, C)", *native("index_entries")),
     ("  arriving listeners (long polling)", "broker/longpolling.py", "notify_message_arriving"),
     ("  flush wake-up", "store/flush.py", "wakeup"),
     ("answer (_put_done: extFields template)", "processors/send.py", "_put_done"),

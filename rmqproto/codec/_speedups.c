@@ -200,7 +200,20 @@ body_crc_matches(PyObject *crc, const unsigned char *body, Py_ssize_t n, int32_t
     if (view == NULL)
         return -1;
     PyObject *value = PyObject_CallOneArg(crc, view);
+    /* the memory is the caller's buffer: nothing may read it through the view later */
+    PyObject *type, *error, *traceback;
+    PyErr_Fetch(&type, &error, &traceback);
+    PyObject *released = PyObject_CallMethod(view, "release", NULL);
     Py_DECREF(view);
+    if (released == NULL) {
+        Py_XDECREF(value);
+        Py_XDECREF(type);
+        Py_XDECREF(error);
+        Py_XDECREF(traceback);
+        return -1;
+    }
+    Py_DECREF(released);
+    PyErr_Restore(type, error, traceback);
     if (value == NULL)
         return -1;
     long actual = PyLong_AsLong(value);
@@ -282,10 +295,12 @@ take_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                         "stop_at, max_count, crc and a list");
         return NULL;
     }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    Py_ssize_t stop_at = PyLong_AsSsize_t(args[2]);
-    Py_ssize_t max_count = PyLong_AsSsize_t(args[3]);
-    if (PyErr_Occurred())
+    Py_ssize_t pos, stop_at, max_count;
+    if ((pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((stop_at = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((max_count = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred())
         return NULL;
     PyObject *crc = args[4], *out = args[5];
     Py_buffer view;
@@ -366,15 +381,15 @@ put_index_hashes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *entries = args[1];
-    Py_ssize_t i = PyLong_AsSsize_t(args[2]);
-    long long index_num = PyLong_AsLongLong(args[3]);
-    long long slot_num = PyLong_AsLongLong(args[4]);
-    long long count = PyLong_AsLongLong(args[5]);
-    long long slot_count = PyLong_AsLongLong(args[6]);
-    long long begin_timestamp = PyLong_AsLongLong(args[7]);
-    long long begin_phy_offset = PyLong_AsLongLong(args[8]);
-    if (PyErr_Occurred())
-        return NULL;
+    long long numbers[7];  /* start, index_num, slot_num, count, slot_count, begin times */
+    for (int k = 0; k < 7; k++) {
+        if ((numbers[k] = PyLong_AsLongLong(args[k + 2])) == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_ssize_t i = (Py_ssize_t)numbers[0];
+    long long index_num = numbers[1], slot_num = numbers[2], count = numbers[3];
+    long long slot_count = numbers[4], begin_timestamp = numbers[5];
+    long long begin_phy_offset = numbers[6];
     if (i < 0) {
         PyErr_SetString(PyExc_ValueError, "start must not be negative");
         return NULL;
@@ -724,6 +739,44 @@ failed:
     return NULL;
 }
 
+PyDoc_STRVAR(encode_units_doc,
+"encode_units(units) -> bytes or None\n\n"
+"rmqproto.codec.consumequeue.encode_units: the 20-byte consume-queue unit of the first\n"
+"three items (offset, size, tags_code) of each tuple, back to back; None when one is not\n"
+"such a tuple of ints in range (the caller then encodes them to say which).");
+
+static PyObject *
+encode_units(PyObject *module, PyObject *units_arg)
+{
+    PyObject *units = PySequence_Fast(units_arg, "units must be iterable");
+    if (units == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(units);
+    PyObject *data = PyBytes_FromStringAndSize(NULL, n * 20);
+    if (data == NULL) {
+        Py_DECREF(units);
+        return NULL;
+    }
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(data);
+    for (Py_ssize_t i = 0; i < n; i++, p += 20) {
+        PyObject *unit = PySequence_Fast_GET_ITEM(units, i);
+        int ok = PyTuple_Check(unit) && PyTuple_GET_SIZE(unit) >= 3;
+        int64_t offset = ok ? as_long(PyTuple_GET_ITEM(unit, 0), &ok) : 0;
+        int64_t size = ok ? as_long(PyTuple_GET_ITEM(unit, 1), &ok) : 0;
+        int64_t tags_code = ok ? as_long(PyTuple_GET_ITEM(unit, 2), &ok) : 0;
+        if (!ok || size < INT32_MIN || size > INT32_MAX) {
+            Py_DECREF(units);
+            Py_DECREF(data);
+            Py_RETURN_NONE;
+        }
+        write_long(p, offset);
+        write_int(p + 8, (int32_t)size);
+        write_long(p + 12, tags_code);
+    }
+    Py_DECREF(units);
+    return data;
+}
+
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
@@ -737,6 +790,7 @@ static PyMethodDef methods[] = {
      requests_of_fields_doc},
     {"index_entries", (PyCFunction)(void (*)(void))index_entries, METH_FASTCALL,
      index_entries_doc},
+    {"encode_units", (PyCFunction)encode_units, METH_O, encode_units_doc},
     {"consume_queue_runs", (PyCFunction)consume_queue_runs, METH_O, consume_queue_runs_doc},
     {NULL, NULL, 0, NULL},
 };

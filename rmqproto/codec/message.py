@@ -13,6 +13,7 @@ them exactly (Java would see U+FFFD there instead).
 
 import socket
 import struct
+import sys
 import zlib
 from functools import lru_cache
 
@@ -689,7 +690,7 @@ class DispatchScan(RecordScan):
         layout check passing) are read in C; any other record (and a blank, the end) takes
         the path of iteration, which decides and says why."""
         fields = []
-        stop_at = len(self.buffer) + 1 if limit is None else limit
+        stop_at = sys.maxsize if limit is None else limit
         take_usual = speedups.take_usual_records if speedups is not None else None
         crc = masked_crc32 if self.check_crc else None
         pos = self.position

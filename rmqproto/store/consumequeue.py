@@ -8,7 +8,8 @@ blank units. ``min_logic_offset`` and positions are byte offsets (logical offset
 import os
 import struct
 
-from rmqproto.codec.consumequeue import BLANK_UNIT, CQ_STORE_UNIT_SIZE, encode_unit, mapped_file_size
+from rmqproto.codec.consumequeue import (BLANK_UNIT, CQ_STORE_UNIT_SIZE, encode_unit, encode_units,
+                                         mapped_file_size)
 from rmqproto.store.mappedfile import MappedFileQueue
 
 __all__ = ["ConsumeQueue", "valid_prefix_length", "search_offset_by_time"]
@@ -206,7 +207,7 @@ class ConsumeQueue:
                     break
                 end_physic = offset + size
                 j += 1
-            mapped.append(b"".join([_UNIT.pack(o, s, t) for o, s, t, _ in units[i:j]]))
+            mapped.append(encode_units(units[i:j]))
             self.max_physic_offset = end_physic
             i = j
 
