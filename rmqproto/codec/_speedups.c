@@ -121,6 +121,41 @@ string_to_properties(PyObject *module, PyObject *text)
     return props;
 }
 
+/* h continued over the UTF-16 code units of text[start:end]. */
+static uint32_t
+hash_continued(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end)
+{
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *units = data;
+        for (Py_ssize_t i = start; i < end; i++)
+            h = 31 * h + units[i];
+        return h;
+    }
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c > 0xFFFF) {
+            c -= 0x10000;
+            h = 31 * h + (0xD800 + (c >> 10));
+            h = 31 * h + (0xDC00 + (c & 0x3FF));
+        }
+        else {
+            h = 31 * h + c;
+        }
+    }
+    return h;
+}
+
+static int
+require_str(PyObject *value, const char *what)
+{
+    if (PyUnicode_Check(value))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", what, Py_TYPE(value)->tp_name);
+    return -1;
+}
+
 PyDoc_STRVAR(java_string_hash_continued_doc,
 "java_string_hash_continued(prefix_hash, text)\n\n"
 "rmqproto.codec.javalang.java_string_hash_continued.");
@@ -138,36 +173,13 @@ java_string_hash_continued(PyObject *module, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     PyObject *text = args[1];
-    if (!PyUnicode_Check(text)) {
-        PyErr_Format(PyExc_TypeError, "text must be a str, not %.100s",
-                     Py_TYPE(text)->tp_name);
+    if (require_str(text, "text") < 0)
         return NULL;
-    }
     /* h = prefix, then h = 31 h + unit for each UTF-16 code unit: prefix * 31**n + hash */
     uint32_t h = (uint32_t)PyLong_AsUnsignedLongLongMask(args[0]);
     if (h == (uint32_t)-1 && PyErr_Occurred())
         return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    if (kind == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *units = data;
-        for (Py_ssize_t i = 0; i < n; i++)
-            h = 31 * h + units[i];
-    }
-    else {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            Py_UCS4 c = PyUnicode_READ(kind, data, i);
-            if (c > 0xFFFF) {
-                c -= 0x10000;
-                h = 31 * h + (0xD800 + (c >> 10));
-                h = 31 * h + (0xDC00 + (c & 0x3FF));
-            }
-            else {
-                h = 31 * h + c;
-            }
-        }
-    }
+    h = hash_continued(h, text, 0, PyUnicode_GET_LENGTH(text));
     return PyLong_FromLong((int32_t)h);
 }
 
@@ -445,35 +457,6 @@ put_index_hashes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 /* Property names the dispatch reads, made once. */
 static PyObject *TAGS, *KEYS, *UNIQ_KEY, *EMPTY;
-
-/* h continued over the UTF-16 code units of text[start:end]. */
-static uint32_t
-hash_continued(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end)
-{
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    for (Py_ssize_t i = start; i < end; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c > 0xFFFF) {
-            c -= 0x10000;
-            h = 31 * h + (0xD800 + (c >> 10));
-            h = 31 * h + (0xDC00 + (c & 0x3FF));
-        }
-        else {
-            h = 31 * h + c;
-        }
-    }
-    return h;
-}
-
-static int
-require_str(PyObject *value, const char *what)
-{
-    if (PyUnicode_Check(value))
-        return 0;
-    PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", what, Py_TYPE(value)->tp_name);
-    return -1;
-}
 
 PyDoc_STRVAR(requests_of_fields_doc,
 "requests_of_fields(fields, schedule_topic, schedule_tags_code)\n\n"
