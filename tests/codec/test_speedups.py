@@ -1,19 +1,22 @@
 """The C speedups (``rmqproto.codec._speedups``) against their Python twins: the properties
-split (reference §3.4), ``String.hashCode`` continued from a prefix (§3.7) and the reput's
-scan of usual records (§3.2), on edge cases, random inputs and corrupt segments; then that
-the C functions neither leak nor crash on out-of-range arguments."""
+split (reference §3.4), ``String.hashCode`` continued from a prefix (§3.7), the reput's
+scan of usual records (§3.2), index puts (§3.8) and consume-queue units (§3.7), on edge
+cases, random inputs and corrupt segments; then that the C functions neither leak nor
+crash on out-of-range arguments. The store's C functions: ``test_speedups_store``."""
 
 import gc
 import mmap
+import struct
 import sys
 import tracemalloc
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rmqproto.codec import message as m
+from rmqproto.codec import consumequeue as cq, indexfile as ix, message as m
 from rmqproto.codec.javalang import masked_crc32, python_java_string_hash_continued
 from rmqproto.codec.native import speedups
+from rmqproto.errors import CodecError
 from support.recordstrategies import INT32, INT64, properties
 from test_dispatch_scan import _endings, _flips, _raw_record, _records, _segment, _state
 
@@ -28,6 +31,14 @@ def _outcome(fn, *args):
         return fn(*args)
     except Exception as exc:  # noqa: BLE001 - the exception is the outcome compared
         return "raised", type(exc), str(exc)
+
+
+def _with_and_without(module, run):
+    """``run()`` with the C speedups and with ``module.speedups`` set to None."""
+    ours = run()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "speedups", None)
+        return ours, run()
 
 
 # ---------------------------------------------------------------- string_to_properties (§3.4)
@@ -419,6 +430,130 @@ def test_take_of_stored_properties_no_encoder_writes(raw):
         m.python_string_to_properties(raw.decode("utf-8", "surrogateescape")).items())
 
 
+# ---------------------------------------------------------------- put_index_hashes (§3.8)
+
+_SLOTS, _INDEXES = 5, 9
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _puts(batches, slots=(), end_phy_offset=0, end_timestamp=0):
+    """``put_hashes(entries, start)`` of each batch on a fresh small index whose slots hold
+    ``slots``: the buffer, each batch's outcome and the header attributes."""
+    buffer = bytearray(ix.index_file_size(_SLOTS, _INDEXES))
+    for number, value in enumerate(slots):
+        buffer[ix.slot_position(number, _SLOTS):][:4] = value.to_bytes(4, "big", signed=True)
+    index = ix.IndexFile(buffer, _SLOTS, _INDEXES, end_phy_offset, end_timestamp)
+    outcomes = [_outcome(index.put_hashes, entries, start) for entries, start in batches]
+    return bytes(buffer), outcomes, index.header
+
+
+def _same_puts(batches, *args):
+    ours, python = _with_and_without(ix, lambda: _puts(batches, *args))
+    assert ours == python
+    return ours
+
+
+_HASHES = st.one_of(st.integers(-12, 12), INT32, st.booleans(), st.sampled_from(
+    [_INT_MIN, _INT_MAX, _INT_MIN + 1, 1 << 31, _INT_MIN - 1, 1 << 40, -(1 << 64)]))
+_LONGS = st.one_of(INT64, st.booleans(), st.sampled_from([_LONG_MIN, _LONG_MAX]))
+_TIMESTAMPS = st.one_of(st.integers(-5000, 5000 * 1000), _LONGS)
+_OUT_OF_LONG = st.sampled_from([_LONG_MAX + 1, _LONG_MIN - 1, 1 << 100])
+_index_entries = st.one_of(
+    st.tuples(_HASHES, st.one_of(_LONGS, st.integers(0, 99)), _TIMESTAMPS),
+    st.tuples(_HASHES, st.one_of(_LONGS, _OUT_OF_LONG), st.one_of(_TIMESTAMPS, _OUT_OF_LONG)),
+    st.tuples(_HASHES, INT64, _TIMESTAMPS).map(list))
+_batches = st.lists(st.tuples(
+    st.one_of(st.lists(_index_entries, max_size=12),
+              st.lists(_index_entries, max_size=4).map(tuple)),
+    st.one_of(st.just(0), st.just(0), st.integers(0, 5))), min_size=1, max_size=3)
+
+
+@settings(max_examples=250, deadline=None)
+@given(_batches, st.lists(st.one_of(st.integers(-2, 10), INT32), max_size=_SLOTS),
+       st.sampled_from([0, 0, 7, 1 << 40]), st.sampled_from([0, 0, 1, 3000, 1700000000000]))
+def test_put_hashes_with_and_without_speedups(batches, slots, end_phy_offset, end_timestamp):
+    """Slot chains, stale slots, a file filling up mid-batch, negative elapsed times, entries
+    out of range (raising with the earlier ones put), lists among the tuples."""
+    _same_puts(batches, slots, end_phy_offset, end_timestamp)
+
+
+@pytest.mark.parametrize("key_hash", [_INT_MIN, _INT_MIN + 1, -1, 0, _INT_MAX, True, False,
+                                      1 << 31, _INT_MIN - 1, 1 << 70])
+def test_put_hashes_of_odd_hashes(key_hash):
+    entries = [(3, 10, 5000), (key_hash, 11, 6000), (3, 12, 7000)]
+    data, outcomes, header = _same_puts([(entries, 0), (entries, 2)], (), 0, 1000)
+    if -(1 << 31) <= key_hash < 1 << 31:
+        assert outcomes == [3, 3] and header.index_count == 5
+    else:  # struct.error from the Python loop, which the C loop left the entry to
+        assert outcomes[0][:2] == ("raised", struct.error)
+        assert outcomes[1] == 3 and header.index_count == 3
+
+
+@pytest.mark.parametrize("entry", [(1, _LONG_MAX + 1, 0), (1, 0, _LONG_MIN - 1), (1, 1 << 99, 0)])
+def test_put_hashes_out_of_range_puts_the_earlier_entries(entry):
+    _, outcomes, header = _same_puts([([(1, 5, 9000), (2, 6, 9000), entry, (3, 7, 9000)], 0)])
+    assert outcomes[0][:2] == ("raised", CodecError) and header.index_count == 3
+
+
+@pytest.mark.parametrize("end_timestamp, timestamp", [
+    (0, 5), (0, -5), (1, _LONG_MAX), (1000, 999), (1000, 1999), (1000, 2000),
+    (1000, 1000 + 1000 * _INT_MAX), (1000, 1000 + 1000 * _INT_MAX + 1000), (1, _LONG_MIN)])
+def test_put_hashes_time_diffs(end_timestamp, timestamp):
+    """Begin timestamp 0 (the first put sets it), negative and huge elapsed times (clamped)."""
+    _same_puts([([(7, 1, timestamp), (8, 2, timestamp), (7, 3, timestamp)], 0)],
+               (), 0, end_timestamp)
+
+
+def test_put_hashes_until_full_and_from_start():
+    entries = tuple((i, i, 1000 * i) for i in range(20))
+    _, outcomes, header = _same_puts([(entries, 3), (entries, 0), (entries, 25)])
+    assert outcomes == [3 + _INDEXES - 1, 0, 25] and header.index_count == _INDEXES
+
+
+# ---------------------------------------------------------------- encode_units (§3.7)
+
+def _same_units(units):
+    ours, python = _with_and_without(cq, lambda: _outcome(cq.encode_units, units))
+    assert ours == python
+    return ours
+
+
+_UNIT_VALUES = st.one_of(INT64, st.booleans(), st.integers(-3, 3), st.sampled_from(
+    [_LONG_MAX + 1, _LONG_MIN - 1, 1 << 31, _INT_MIN - 1, _INT_MAX, _INT_MIN]))
+_units = st.one_of(
+    st.tuples(INT64, INT32, INT64), st.tuples(INT64, INT32, INT64, INT64),
+    st.tuples(_UNIT_VALUES, _UNIT_VALUES, _UNIT_VALUES),
+    st.tuples(_UNIT_VALUES, _UNIT_VALUES, _UNIT_VALUES, st.integers()),
+    st.builds(cq.ConsumeQueueUnit, INT64, INT32, INT64),
+    st.lists(_UNIT_VALUES, min_size=2, max_size=4), st.tuples(INT64, INT32),
+    st.tuples(INT64, st.just(1.5), INT64))
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.one_of(st.lists(_units, max_size=6), st.lists(_units, max_size=3).map(tuple)))
+def test_encode_units_with_and_without_speedups(units):
+    _same_units(units)
+
+
+@pytest.mark.parametrize("units, error", [
+    ([], None), ([(0, 1, 2), cq.BLANK_UNIT, (5, 6, 7, 8)], None), ([[1, 2, 3]], None),
+    ([(True, False, True)], None), ([(_LONG_MAX, _INT_MAX, _LONG_MIN)], None),
+    ([(1, 2, 3), (1, 1 << 31, 3)], CodecError), ([(1, 2, _LONG_MAX + 1)], CodecError),
+    ([(1, 2, 3), (1, 2)], CodecError), ([(1, "2", 3)], CodecError),
+    ([(1, 2, 3), None], TypeError)])
+def test_encode_units_edge_cases(units, error):
+    outcome = _same_units(units)
+    assert outcome[:2] == ("raised", error) if error else type(outcome) is bytes
+
+
+@pytest.mark.parametrize("make", [iter, lambda units: map(tuple, units)])
+@pytest.mark.parametrize("units", [[(1, 2, 3), (4, 5, 6)], [(1, 2, 3), (1, 2, 1 << 70)]])
+def test_encode_units_of_an_iterator(make, units):
+    ours, python = _with_and_without(cq, lambda: _outcome(cq.encode_units, make(units)))
+    assert ours == python
+
+
 # ---------------------------------------------------------------- memory
 
 _ROUNDS = 1500
@@ -461,7 +596,26 @@ def _take_call(i):
     _outcome(speedups.take_usual_records, data, -1, _HUGE, 100, None, [])
 
 
-@pytest.mark.parametrize("call", [_properties_call, _hash_call, _take_call])
+_INDEX_BUFFER = bytearray(ix.index_file_size(_SLOTS, _INDEXES))
+
+
+def _put_call(i):
+    entries = [(i - 500, i, 1000 * i), (i, 1 << 62, i), [i, 1, 1], (1 << 40, 1, 1)]
+    for start in range(4):
+        speedups.put_index_hashes(_INDEX_BUFFER, entries, start, _INDEXES, _SLOTS, 1 + i % 8,
+                                  0, i, 0)
+    _outcome(speedups.put_index_hashes, b"read-only", entries, 0, 9, 5, 1, 0, 0, 0)
+    _outcome(speedups.put_index_hashes, _INDEX_BUFFER, entries, 0, 9, 5, 1, 0, 1 << 70, 0)
+
+
+def _units_call(i):
+    speedups.encode_units([(i, i % 100, -i), cq.ConsumeQueueUnit(i, 1, 2), (1, 2, 3, i)])
+    speedups.encode_units(((i, 1, 2), (i, 1 << 40, 2)))
+    _outcome(speedups.encode_units, 5)
+
+
+@pytest.mark.parametrize("call", [_properties_call, _hash_call, _take_call, _put_call,
+                                  _units_call])
 def test_no_memory_grows(call):
     assert _growth(call) < 16 * 1024
 

@@ -1,0 +1,213 @@
+"""The store's C speedups (``rmqproto.codec._speedups``) against their Python twins: dispatch
+requests of decoded fields (reference §3.2, §3.7), index entries of requests (§3.8) and
+consume-queue runs (§3.7), on edge cases and random inputs; then that they do not leak.
+The codec's C functions: ``test_speedups``."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from rmqproto.codec import message as m
+from rmqproto.codec.native import speedups
+from rmqproto.store import dispatch
+from rmqproto.store.indexservice import index_entries, python_index_entries
+from support.recordstrategies import INT32, INT64, PROPERTY_TEXT
+from test_speedups import _growth, _outcome
+
+if speedups is None:
+    pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
+                allow_module_level=True)
+
+_SCHEDULE = dispatch.SCHEDULE_TOPIC
+_ROLLBACK = m.TRANSACTION_ROLLBACK_TYPE
+#: Topics, scheduled or not, some of them outside the BMP.
+_TOPIC_NAMES = st.sampled_from(["TopicA", "TopicB", "é", "😀", "a😀", _SCHEDULE, _SCHEDULE])
+_KEY_TEXT = st.one_of(
+    st.text(st.sampled_from(" ab😀é\U0010FFFF\ud800\x00"), max_size=10),
+    st.sampled_from(["", " ", "  ", "k", " k", "k ", "a  b", " a b ", "😀 \U0001F600"]))
+_SYS_FLAGS = st.one_of(st.sampled_from([0, 4, 8, 12, 0x10 | 4, 0x10 | 12, 0x13, -1, -4]),
+                       INT32)
+
+
+def _fresh(text):
+    """An equal str, another object unless it is one character long."""
+    return "".join(list(text))
+
+
+#: The same topic objects, and equal topics that are other objects.
+_TOPICS = st.one_of(_TOPIC_NAMES, _TOPIC_NAMES.map(_fresh))
+
+
+# ---------------------------------------------------------------- requests_of_fields
+
+_DELAY_TABLES = st.sampled_from(["", "1s", "1s 5s 10s", "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m "
+                                 "9m 10m 20m 30m 1h 2h"]).map(dispatch.parse_delay_levels)
+_DELAYS = st.one_of(st.sampled_from(["1", "2", "3", "0", "-1", "18", "19", "99", "x", "",
+                                     " 2", "1.5", "٣", "+1", "99999999999999999999"]),
+                    PROPERTY_TEXT)
+_properties = st.fixed_dictionaries({}, optional={
+    m.PROPERTY_TAGS: st.one_of(st.text(max_size=8), _KEY_TEXT),
+    m.PROPERTY_KEYS: _KEY_TEXT,
+    m.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: st.one_of(st.just(""), _KEY_TEXT),
+    m.PROPERTY_DELAY_TIME_LEVEL: _DELAYS,
+    "other": PROPERTY_TEXT})
+#: :func:`~rmqproto.codec.message.decode_dispatch_fields` tuples.
+_fields = st.tuples(_TOPICS, INT32, INT64, INT64, _SYS_FLAGS, INT64, INT64, _properties,
+                    INT32)
+
+
+def _same_requests(fields, table):
+    ours = dispatch.requests_of_fields(fields, table)
+    python = dispatch.python_requests_of_fields(fields, table)
+    assert ours == python
+    assert [r[11] for r in ours] == [f[7] for f in fields]
+    assert [type(r[4]) for r in ours] == [type(r[4]) for r in python]
+    return ours
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.lists(_fields, max_size=6), _DELAY_TABLES)
+def test_requests_of_fields_with_and_without_speedups(fields, table):
+    _same_requests(fields, table)
+    assert (dispatch.requests_of_fields(map(tuple, fields), table)
+            == dispatch.python_requests_of_fields(map(tuple, fields), table))
+
+
+@pytest.mark.parametrize("topic", [_SCHEDULE, _fresh(_SCHEDULE), "TopicA"])
+@pytest.mark.parametrize("delay", [None, "1", "3", "4", "0", "-2", "x", ""])
+def test_requests_of_scheduled_fields(topic, delay):
+    props = {m.PROPERTY_TAGS: "tag"} if delay is None else {m.PROPERTY_DELAY_TIME_LEVEL: delay}
+    (request,) = _same_requests([(topic, 3, 7, 100, 0, 1700000000000, 0, props, 90)],
+                                dispatch.parse_delay_levels("1s 5s 10s"))
+    scheduled = topic == _SCHEDULE and delay in ("1", "3", "4")
+    assert request[4] == (1700000000000 + {"1": 1000}.get(delay, 10000) if scheduled
+                          else m.tags_code(props.get(m.PROPERTY_TAGS)))
+
+
+@pytest.mark.parametrize("tags", ["", "a", "TagA", "é", "中文", "😀", "a😀b", "\ud800",
+                                  "\U0010FFFF" * 3, "x" * 700])
+def test_requests_of_fields_tags_codes(tags):
+    _same_requests([("TopicA", 0, 0, 0, 0, 0, 0, {m.PROPERTY_TAGS: tags}, 1)], {})
+
+
+# ---------------------------------------------------------------- index_entries
+
+#: Request tuples in ``DispatchRequest`` order.
+_requests = st.builds(
+    lambda topic, queue_id, offset, timestamp, keys, uniq, flag: (
+        topic, queue_id, offset, 90, 0, timestamp, offset // 10, keys, uniq, flag, 0, {}),
+    _TOPICS, st.integers(0, 3), st.integers(-5, 60), INT64, _KEY_TEXT,
+    st.one_of(st.none(), st.just(""), _KEY_TEXT), _SYS_FLAGS)
+
+
+def _entries_outcome(index_fn, requests, end, rollback_type):
+    calls = []
+
+    def newest_end_phy_offset():
+        calls.append(end)
+        if isinstance(end, Exception):
+            raise end
+        return end
+
+    return _outcome(index_fn, requests, newest_end_phy_offset, rollback_type), calls
+
+
+def _same_entries(requests, end=0, rollback_type=_ROLLBACK):
+    ours = _entries_outcome(index_entries, requests, end, rollback_type)
+    assert ours == _entries_outcome(python_index_entries, requests, end, rollback_type)
+    with_keys = any(uniq or keys for _, _, _, _, _, _, _, keys, uniq, _, _, _ in requests)
+    assert len(ours[1]) == with_keys  # called once, at the first request with keys
+    return ours[0]
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.lists(_requests, max_size=8), st.integers(-1, 70),
+       st.sampled_from([_ROLLBACK, _ROLLBACK, m.TRANSACTION_PREPARED_TYPE, 0]))
+def test_index_entries_with_and_without_speedups(requests, end, rollback_type):
+    _same_entries(requests, end, rollback_type)
+    _same_entries(tuple(requests), end, rollback_type)
+
+
+@pytest.mark.parametrize("keys, uniq", [
+    ("", None), ("", ""), ("k", None), ("", "u"), ("a b", "u"), ("  a   b  ", ""), (" ", None),
+    ("😀 a😀", "😀"), ("\U0010FFFF", "\ud800"), ("a\tb", None)])
+@pytest.mark.parametrize("flag", [0, m.TRANSACTION_PREPARED_TYPE, m.TRANSACTION_COMMIT_TYPE,
+                                  _ROLLBACK, _ROLLBACK | 0x10])
+def test_index_entries_of_keys(keys, uniq, flag):
+    requests = [("TopicA", 0, 10, 90, 0, 1000, 1, keys, uniq, flag, 0, {}),
+                ("😀", 1, 20, 90, 0, 2000, 2, keys, uniq, 0, 0, {}),
+                ("TopicA", 0, 5, 90, 0, 3000, 3, "late", None, 0, 0, {})]
+    entries, rolls = _same_entries(requests, 10)
+    assert rolls is True  # the last request with keys is below the offset of the one before
+
+
+@pytest.mark.parametrize("requests", [[], [("T", 0, 1, 1, 0, 1, 0, "", None, 0, 0, {})],
+                                      [("T", 0, 1, 1, 0, 1, 0, "k", None, 0, 0, {})]])
+def test_index_entries_pass_on_what_the_callback_raises(requests):
+    _same_entries(requests, KeyError("newest"))
+
+
+# ---------------------------------------------------------------- consume_queue_runs
+
+_run_requests = st.builds(
+    lambda topic, queue_id, offset, timestamp, flag: (
+        topic, queue_id, offset, 90, offset * 7, timestamp, offset + 1, "", None, flag, 0,
+        {}),
+    _TOPICS, st.integers(0, 3), INT64, INT64, _SYS_FLAGS)
+
+
+def _same_runs(requests):
+    ours = dispatch.consume_queue_runs(requests)
+    python = dispatch.python_consume_queue_runs(requests)
+    assert list(ours[0].items()) == list(python[0].items()) and ours[1] == python[1]
+    assert [(id(t), id(q)) for t, q in ours[0]] == [(id(t), id(q)) for t, q in python[0]]
+    return ours
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.lists(_run_requests, max_size=10))
+def test_consume_queue_runs_with_and_without_speedups(requests):
+    _same_runs(requests)
+    _same_runs(tuple(requests))
+
+
+def test_consume_queue_runs_edge_cases():
+    assert _same_runs([]) == ({}, None)
+    topic, other = "TopicA", _fresh("TopicA")
+    requests = [(topic if i % 2 else other, i % 3, i, 9, i, 100 + i, i, "", None, flag, 0, {})
+                for i, flag in enumerate([0, 4, 8, 12, 0x10, 0x14, 0x18, 0x1C, -4, -8, 0])]
+    runs, timestamp = _same_runs(requests)
+    assert timestamp == 110 and sum(map(len, runs.values())) == 6
+    assert _same_runs(requests[1:2]) == ({}, None)
+
+
+# ---------------------------------------------------------------- memory
+
+def _requests_call(i):
+    props = {m.PROPERTY_TAGS: "t%d" % i, m.PROPERTY_KEYS: "k%d 😀" % i, "UNIQ_KEY": "U%d" % i}
+    delayed = {m.PROPERTY_DELAY_TIME_LEVEL: str(i % 5)}
+    fields = [("T", 1, i, 100 * i, 0, i, 0, props, 90), (_SCHEDULE, 0, i, 0, 0, i, 0, delayed, 9)]
+    dispatch.requests_of_fields(fields, {1: 1000, 2: 5000})
+    dispatch.requests_of_fields(map(tuple, fields), {})
+    _outcome(speedups.requests_of_fields, [fields[0][:8]], _SCHEDULE, None)
+    _outcome(speedups.requests_of_fields, fields, _SCHEDULE, lambda *a: 1 / 0)
+
+
+def _entries_call(i):
+    requests = [("T%d" % (i % 3), 0, 10 + i, 9, 0, i, i, " k%d  😀 " % i, "U%d" % i, 0, 0, {}),
+                ("T", 0, 5, 9, 0, i, i, "x", None, 0, 0, {})]
+    index_entries(requests, lambda: i % 12, _ROLLBACK)
+    _outcome(index_entries, requests, lambda: 1 / 0, _ROLLBACK)
+    _outcome(index_entries, requests + [("T", 0, 99, 9, 0, i, i, 5, None, 0, 0, {})],
+             lambda: 0, _ROLLBACK)
+
+
+def _runs_call(i):
+    requests = [("T%d" % (i % 3), i % 2, i, 9, i, i, i, "", None, flag, 0, {})
+                for flag in (0, 4, 8, 12)]
+    dispatch.consume_queue_runs(requests)
+    _outcome(dispatch.consume_queue_runs, requests + [("T",)])
+
+
+@pytest.mark.parametrize("call", [_requests_call, _entries_call, _runs_call])
+def test_no_memory_grows(call):
+    assert _growth(call) < 16 * 1024
