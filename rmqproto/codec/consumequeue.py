@@ -74,6 +74,8 @@ def encode_units(units):
     """Several units back to back: the first three items ``(offset, size, tags_code)`` of
     each tuple of ``units`` (the C speedups encode them when they can)."""
     if speedups is not None:
+        if not isinstance(units, (list, tuple)):
+            units = list(units)  # the fallback may need them again
         data = speedups.encode_units(units)
         if data is not None:
             return data
