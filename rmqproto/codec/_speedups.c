@@ -2,7 +2,7 @@
  * rmqproto.codec._speedups: C versions of codec hot paths.
  *
  * Each function does exactly what the Python function named in its docstring does
- * (tests/codec/test_speedups.py compares them on random inputs); the Python versions
+ * (tests/codec/test_speedups*.py compare them on random inputs); the Python versions
  * stay the reference and are used when this module is not built.
  */
 #define PY_SSIZE_T_CLEAN
@@ -40,55 +40,11 @@ decode_text(const unsigned char *p, Py_ssize_t n)
     return PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape");
 }
 
-/* Add each "name\x01value" fragment of p[0:n] (split on \x02) with a non-empty name and
- * value to props.  Splitting the bytes before decoding gives what splitting the decoded
- * text gives: \x01 and \x02 are never part of a UTF-8 sequence, so an invalid sequence
- * ends at them either way. */
-static int
-add_properties_of_bytes(PyObject *props, const unsigned char *p, Py_ssize_t n)
-{
-    const unsigned char *end = p + n;
-    while (p < end) {
-        const unsigned char *stop = memchr(p, PROPERTY_SEPARATOR, end - p);
-        if (stop == NULL)
-            stop = end;
-        const unsigned char *eq = memchr(p, NAME_VALUE_SEPARATOR, stop - p);
-        if (eq != NULL && eq > p && stop > eq + 1) {
-            PyObject *name = decode_text(p, eq - p);
-            if (name == NULL)
-                return -1;
-            PyObject *value = decode_text(eq + 1, stop - eq - 1);
-            if (value == NULL) {
-                Py_DECREF(name);
-                return -1;
-            }
-            int failed = PyDict_SetItem(props, name, value);
-            Py_DECREF(name);
-            Py_DECREF(value);
-            if (failed)
-                return -1;
-        }
-        p = stop + 1;
-    }
-    return 0;
-}
-
-PyDoc_STRVAR(string_to_properties_doc,
-"string_to_properties(text)\n\n"
-"rmqproto.codec.message.string_to_properties.");
-
+/* The properties of a str: each "name\x01value" fragment (split on \x02) with a
+ * non-empty name and value, a repeated name keeping its last value. */
 static PyObject *
-string_to_properties(PyObject *module, PyObject *text)
+properties_of_text(PyObject *text)
 {
-    if (!PyUnicode_Check(text)) {
-        int truth = PyObject_IsTrue(text);  /* None (no properties) and "" alike */
-        if (truth == 0)
-            return PyDict_New();
-        if (truth > 0)
-            PyErr_Format(PyExc_TypeError, "properties must be a str, not %.100s",
-                         Py_TYPE(text)->tp_name);
-        return NULL;
-    }
     PyObject *props = PyDict_New();
     if (props == NULL)
         return NULL;
@@ -119,6 +75,24 @@ string_to_properties(PyObject *module, PyObject *text)
         start = end + 1;
     }
     return props;
+}
+
+PyDoc_STRVAR(string_to_properties_doc,
+"string_to_properties(text)\n\n"
+"rmqproto.codec.message.string_to_properties.");
+
+static PyObject *
+string_to_properties(PyObject *module, PyObject *text)
+{
+    if (PyUnicode_Check(text))
+        return properties_of_text(text);
+    int truth = PyObject_IsTrue(text);  /* None (no properties) and "" alike */
+    if (truth == 0)
+        return PyDict_New();
+    if (truth > 0)
+        PyErr_Format(PyExc_TypeError, "properties must be a str, not %.100s",
+                     Py_TYPE(text)->tp_name);
+    return NULL;
 }
 
 /* h continued over the UTF-16 code units of text[start:end]. */
@@ -266,11 +240,10 @@ usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos
             return NULL;
         }
     }
-    PyObject *properties = PyDict_New();
-    if (properties == NULL
-            || add_properties_of_bytes(properties, buffer + properties_pos,
-                                       properties_length) < 0) {
-        Py_XDECREF(properties);
+    PyObject *text = decode_text(buffer + properties_pos, properties_length);
+    PyObject *properties = text == NULL ? NULL : properties_of_text(text);
+    Py_XDECREF(text);
+    if (properties == NULL) {
         *failed = 1;
         return NULL;
     }
@@ -537,6 +510,18 @@ failed:
     return NULL;
 }
 
+/* Item i of the fast sequence of requests, checked to be a request tuple (twelve items in
+ * DispatchRequest order); NULL with TypeError set otherwise. */
+static PyObject *
+request_at(PyObject *requests, Py_ssize_t i)
+{
+    PyObject *item = PySequence_Fast_GET_ITEM(requests, i);
+    if (PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 12)
+        return item;
+    PyErr_SetString(PyExc_TypeError, "a request tuple has twelve items");
+    return NULL;
+}
+
 /* Append (hash, offset, timestamp) to entries; -1 on error. */
 static int
 append_entry(PyObject *entries, uint32_t h, PyObject *offset, PyObject *timestamp)
@@ -579,11 +564,9 @@ index_entries(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto failed;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(requests);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(requests, i);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 12) {
-            PyErr_SetString(PyExc_TypeError, "a request tuple has twelve items");
+        PyObject *item = request_at(requests, i);
+        if (item == NULL)
             goto failed;
-        }
         PyObject *words = PyTuple_GET_ITEM(item, 7), *uniq_key = PyTuple_GET_ITEM(item, 8);
         int has_uniq = PyObject_IsTrue(uniq_key), has_words = PyObject_IsTrue(words);
         if (has_uniq < 0 || has_words < 0)
@@ -672,11 +655,9 @@ consume_queue_runs(PyObject *module, PyObject *requests_arg)
         goto failed;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(requests);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(requests, i);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 12) {
-            PyErr_SetString(PyExc_TypeError, "a request tuple has twelve items");
+        PyObject *item = request_at(requests, i);
+        if (item == NULL)
             goto failed;
-        }
         long sys_flag = PyLong_AsLong(PyTuple_GET_ITEM(item, 9));
         if (sys_flag == -1 && PyErr_Occurred())
             goto failed;
