@@ -9,6 +9,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #define PROPERTY_SEPARATOR 2
 #define NAME_VALUE_SEPARATOR 1
@@ -741,6 +742,569 @@ encode_units(PyObject *module, PyObject *units_arg)
     return data;
 }
 
+/* ---- batches: the records of SEND_BATCH_MESSAGE, their checks and their encoding ---- */
+
+/* The MessageRecord attributes the batch functions read and write, by index. */
+enum {
+    F_TOPIC, F_BODY, F_PROPERTIES, F_QUEUE_ID, F_FLAG, F_QUEUE_OFFSET, F_COMMIT_LOG_OFFSET,
+    F_STORE_TIMESTAMP, F_SYS_FLAG, F_BORN_TIMESTAMP, F_BORN_HOST, F_STORE_HOST,
+    F_RECONSUME_TIMES, F_PREPARED, F_BODY_CRC, F_MAGIC_CODE, F_STORE_SIZE,
+    F_STORED_PROPERTIES, FIELD_COUNT
+};
+static const char *const FIELD_NAMES[FIELD_COUNT] = {
+    "topic", "body", "properties", "queue_id", "flag", "queue_offset", "commit_log_offset",
+    "store_timestamp", "sys_flag", "born_timestamp", "born_host", "store_host",
+    "reconsume_times", "prepared_transaction_offset", "body_crc", "magic_code", "_store_size",
+    "stored_properties",
+};
+static PyObject *FIELD[FIELD_COUNT];
+/* MESSAGE_MAGIC_CODE as an int, and zlib.crc32. */
+static PyObject *MAGIC_CODE_V1, *CRC32;
+
+#define TRANSACTION_ROLLBACK_TYPE 0xC
+#define BORNHOST_V6_FLAG 0x10
+#define STOREHOSTADDRESS_V6_FLAG 0x20
+#define BATCH_HEAD 20
+#define COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
+
+/* What a batch record takes from the prototype, and what it starts at 0. */
+static const int PROTOTYPE_FIELDS[] = {F_TOPIC, F_QUEUE_ID, F_SYS_FLAG, F_BORN_TIMESTAMP,
+                                       F_BORN_HOST, F_STORE_HOST, F_RECONSUME_TIMES,
+                                       F_MAGIC_CODE};
+static const int ZERO_FIELDS[] = {F_QUEUE_OFFSET, F_COMMIT_LOG_OFFSET, F_STORE_TIMESTAMP,
+                                  F_PREPARED, F_BODY_CRC};
+
+static int
+set_fields(PyObject *record, const int *fields, int count, PyObject *const *values)
+{
+    for (int i = 0; i < count; i++) {
+        if (PyObject_SetAttr(record, FIELD[fields[i]], values[fields[i]]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* stored_batch_properties(own, batch): own, a 0x02 when both are non-empty and own does
+ * not end in one, then batch. */
+static PyObject *
+stored_batch_properties(const unsigned char *own, Py_ssize_t n, PyObject *batch)
+{
+    Py_ssize_t m = PyBytes_GET_SIZE(batch);
+    Py_ssize_t separator = n > 0 && m > 0 && own[n - 1] != PROPERTY_SEPARATOR;
+    PyObject *joined = PyBytes_FromStringAndSize(NULL, n + separator + m);
+    if (joined == NULL)
+        return NULL;
+    char *p = PyBytes_AS_STRING(joined);
+    memcpy(p, own, n);
+    if (separator)
+        p[n] = PROPERTY_SEPARATOR;
+    memcpy(p + n + separator, PyBytes_AS_STRING(batch), m);
+    return joined;
+}
+
+/* A batch message's properties: those of its own string, then the batch's (which win). */
+static PyObject *
+batch_message_properties(const unsigned char *own, Py_ssize_t n, PyObject *batch_parsed)
+{
+    PyObject *text = decode_text(own, n);
+    PyObject *properties = text == NULL ? NULL : properties_of_text(text);
+    Py_XDECREF(text);
+    if (properties != NULL && PyDict_Update(properties, batch_parsed) < 0)
+        Py_CLEAR(properties);
+    return properties;
+}
+
+PyDoc_STRVAR(batch_records_doc,
+"batch_records(data, batch_raw, batch_parsed, prototype, record_type) -> list or None\n\n"
+"rmqproto.codec.message.python_batch_records, each record an instance of record_type\n"
+"(BatchRecord); None when data is not a well-formed batch body (the caller decodes it\n"
+"in Python to say why).");
+
+static PyObject *
+batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyBytes_Check(args[1]) || !PyDict_Check(args[2])
+            || !PyType_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "batch_records takes data, batch_raw (bytes), "
+                        "batch_parsed (dict), prototype and a record type");
+        return NULL;
+    }
+    PyObject *batch_raw = args[1], *batch_parsed = args[2], *prototype = args[3];
+    PyTypeObject *type = (PyTypeObject *)args[4];
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *values[FIELD_COUNT] = {NULL};
+    PyObject *records = NULL;
+    for (int i = 0; i < COUNT(PROTOTYPE_FIELDS); i++) {
+        int f = PROTOTYPE_FIELDS[i];
+        if ((values[f] = PyObject_GetAttr(prototype, FIELD[f])) == NULL)
+            goto done;
+    }
+    for (int i = 0; i < COUNT(ZERO_FIELDS); i++) {
+        if ((values[ZERO_FIELDS[i]] = PyLong_FromLong(0)) == NULL)
+            goto done;
+    }
+    values[F_STORE_SIZE] = Py_NewRef(Py_None);
+    if ((records = PyList_New(0)) == NULL)
+        goto done;
+    const unsigned char *data = view.buf;
+    Py_ssize_t pos = 0, end = view.len;
+    while (pos < end) {
+        if (end - pos < BATCH_HEAD + 2)
+            goto malformed;
+        int64_t total = read_int(data + pos), body_length = read_int(data + pos + 16);
+        Py_ssize_t body_pos = pos + BATCH_HEAD;
+        if (body_length < 0 || body_pos + body_length + 2 > end)
+            goto malformed;
+        Py_ssize_t properties_pos = body_pos + body_length + 2;
+        int64_t properties_length = (int16_t)((data[properties_pos - 2] << 8)
+                                              | data[properties_pos - 1]);
+        if (properties_length < 0 || properties_pos + properties_length > end)
+            goto malformed;
+        Py_ssize_t next = properties_pos + properties_length;
+        if (total != next - pos)
+            goto malformed;
+        values[F_FLAG] = PyLong_FromLong(read_int(data + pos + 12));
+        values[F_BODY] = PyBytes_FromStringAndSize((const char *)data + body_pos, body_length);
+        values[F_PROPERTIES] = batch_message_properties(data + properties_pos,
+                                                        properties_length, batch_parsed);
+        values[F_STORED_PROPERTIES] = stored_batch_properties(data + properties_pos,
+                                                              properties_length, batch_raw);
+        PyObject *record = NULL;
+        if (values[F_FLAG] && values[F_BODY] && values[F_PROPERTIES]
+                && values[F_STORED_PROPERTIES]) {
+            record = type->tp_alloc(type, 0);
+            if (record != NULL) {
+                static const int all[FIELD_COUNT] = {
+                    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+                if (set_fields(record, all, FIELD_COUNT, values) < 0
+                        || PyList_Append(records, record) < 0)
+                    Py_CLEAR(record);
+            }
+        }
+        Py_CLEAR(values[F_FLAG]);
+        Py_CLEAR(values[F_BODY]);
+        Py_CLEAR(values[F_PROPERTIES]);
+        Py_CLEAR(values[F_STORED_PROPERTIES]);
+        if (record == NULL) {
+            Py_CLEAR(records);
+            goto done;
+        }
+        Py_DECREF(record);
+        pos = next;
+    }
+    goto done;
+malformed:
+    Py_SETREF(records, Py_NewRef(Py_None));
+done:
+    for (int i = 0; i < FIELD_COUNT; i++)
+        Py_XDECREF(values[i]);
+    PyBuffer_Release(&view);
+    return records;
+}
+
+/* Whether record.<field> == expected: 1, 0, or -1 with an error set. */
+static int
+field_equals(PyObject *record, int field, PyObject *expected)
+{
+    PyObject *value = PyObject_GetAttr(record, FIELD[field]);
+    if (value == NULL)
+        return -1;
+    int equal = PyObject_RichCompareBool(value, expected, Py_EQ);
+    Py_DECREF(value);
+    return equal;
+}
+
+/* The int64 value of record.<field>; 0 with *ok cleared when it is not an int in range,
+ * -1 (and *ok untouched) with an error set when the attribute is missing. */
+static int64_t
+long_field(PyObject *record, int field, int *ok)
+{
+    PyObject *value = PyObject_GetAttr(record, FIELD[field]);
+    if (value == NULL) {
+        *ok = -1;
+        return 0;
+    }
+    int64_t v = as_long(value, ok);
+    Py_DECREF(value);
+    return v;
+}
+
+/* The record length without body and properties (calMsgLength, version 1). */
+static int64_t
+record_overhead(int64_t sys_flag, Py_ssize_t topic_length)
+{
+    return MIN_RECORD_LENGTH + (sys_flag & BORNHOST_V6_FLAG ? 12 : 0)
+        + (sys_flag & STOREHOSTADDRESS_V6_FLAG ? 12 : 0) + topic_length;
+}
+
+PyDoc_STRVAR(check_batch_records_doc,
+"check_batch_records(records, topic, queue_id, topic_length) -> list or None\n\n"
+"The loop of rmqproto.store.commitlog.check_batch for records that pass it: the stored\n"
+"properties bytes of each record, which gets the version-1 magic code and its store\n"
+"size.  None when a record is of another topic or queue, is a transaction's, or has no\n"
+"stored properties bytes or more than 32767 of them (the caller checks the records in\n"
+"Python to say why).");
+
+static PyObject *
+check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "check_batch_records takes records, topic, "
+                        "queue_id and topic_length");
+        return NULL;
+    }
+    Py_ssize_t topic_length = PyLong_AsSsize_t(args[3]);
+    if (topic_length == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *records = PySequence_Fast(args[0], "records must be iterable");
+    if (records == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(records);
+    PyObject *properties = PyList_New(n);
+    if (properties == NULL)
+        goto failed;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *record = PySequence_Fast_GET_ITEM(records, i);
+        int same_topic = field_equals(record, F_TOPIC, args[1]);
+        int same_queue = same_topic > 0 ? field_equals(record, F_QUEUE_ID, args[2]) : 0;
+        int ok = 1;
+        int64_t sys_flag = same_queue > 0 ? long_field(record, F_SYS_FLAG, &ok) : 0;
+        if (same_topic < 0 || same_queue < 0 || ok < 0)
+            goto failed;
+        if (!same_topic || !same_queue || !ok || sys_flag & TRANSACTION_ROLLBACK_TYPE)
+            goto refused;
+        PyObject *stored = PyObject_GetAttr(record, FIELD[F_STORED_PROPERTIES]);
+        if (stored == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                goto failed;
+            PyErr_Clear();
+            goto refused;
+        }
+        PyList_SET_ITEM(properties, i, stored);
+        if (!PyBytes_Check(stored) || PyBytes_GET_SIZE(stored) > MAX_PROPERTIES_LENGTH)
+            goto refused;
+        PyObject *body = PyObject_GetAttr(record, FIELD[F_BODY]);
+        if (body == NULL)
+            goto failed;
+        int is_bytes = PyBytes_Check(body);
+        int64_t size = is_bytes ? record_overhead(sys_flag, topic_length)
+            + PyBytes_GET_SIZE(body) + PyBytes_GET_SIZE(stored) : 0;
+        Py_DECREF(body);
+        if (!is_bytes)
+            goto refused;
+        PyObject *store_size = PyLong_FromLongLong(size);
+        if (store_size == NULL)
+            goto failed;
+        int set = PyObject_SetAttr(record, FIELD[F_MAGIC_CODE], MAGIC_CODE_V1) < 0
+            || PyObject_SetAttr(record, FIELD[F_STORE_SIZE], store_size) < 0;
+        Py_DECREF(store_size);
+        if (set)
+            goto failed;
+    }
+    Py_DECREF(records);
+    return properties;
+refused:
+    Py_DECREF(records);
+    Py_DECREF(properties);
+    Py_RETURN_NONE;
+failed:
+    Py_DECREF(records);
+    Py_XDECREF(properties);
+    return NULL;
+}
+
+/* An IPv4 (ip, port) host: the 4 address bytes and the port; 0 when it is not one in
+ * range, -1 with an error set when reading it fails. */
+static int
+ipv4_host(PyObject *host, unsigned char address[4], int32_t *port)
+{
+    if (!PyTuple_Check(host) || PyTuple_GET_SIZE(host) != 2
+            || !PyUnicode_Check(PyTuple_GET_ITEM(host, 0)))
+        return 0;
+    const char *ip = PyUnicode_AsUTF8(PyTuple_GET_ITEM(host, 0));
+    if (ip == NULL)
+        return -1;
+    int ok = 1;
+    int64_t value = as_long(PyTuple_GET_ITEM(host, 1), &ok);
+    if (!ok || value < INT32_MIN || value > INT32_MAX || inet_pton(AF_INET, ip, address) != 1)
+        return 0;
+    *port = (int32_t)value;
+    return 1;
+}
+
+/* What the records of a batch share, read from the first. */
+typedef struct {
+    PyObject *values[FIELD_COUNT];   /* the shared attributes, by field */
+    PyObject *topic;                 /* UTF-8 */
+    int64_t queue_id, sys_flag, born_timestamp, reconsume_times, prepared;
+    unsigned char born_ip[4], store_ip[4];
+    int32_t born_port, store_port;
+} SharedFields;
+
+static const int SHARED_FIELDS[] = {F_TOPIC, F_QUEUE_ID, F_SYS_FLAG, F_MAGIC_CODE,
+                                    F_BORN_HOST, F_STORE_HOST, F_BORN_TIMESTAMP,
+                                    F_RECONSUME_TIMES, F_PREPARED};
+
+static void
+clear_shared(SharedFields *shared)
+{
+    for (int i = 0; i < FIELD_COUNT; i++)
+        Py_CLEAR(shared->values[i]);
+    Py_CLEAR(shared->topic);
+}
+
+/* Read the shared fields of record: 1, 0 when they are not those of a version-1 record
+ * with IPv4 hosts and fields in range, -1 with an error set. */
+static int
+read_shared(PyObject *record, SharedFields *shared)
+{
+    for (int i = 0; i < COUNT(SHARED_FIELDS); i++) {
+        int f = SHARED_FIELDS[i];
+        if ((shared->values[f] = PyObject_GetAttr(record, FIELD[f])) == NULL)
+            return -1;
+    }
+    if (!PyUnicode_Check(shared->values[F_TOPIC]))
+        return 0;
+    shared->topic = PyUnicode_AsEncodedString(shared->values[F_TOPIC], "utf-8",
+                                              "surrogateescape");
+    if (shared->topic == NULL)
+        return -1;
+    int ok = 1;
+    int64_t magic = as_long(shared->values[F_MAGIC_CODE], &ok);
+    shared->queue_id = as_long(shared->values[F_QUEUE_ID], &ok);
+    shared->sys_flag = as_long(shared->values[F_SYS_FLAG], &ok);
+    shared->born_timestamp = as_long(shared->values[F_BORN_TIMESTAMP], &ok);
+    shared->reconsume_times = as_long(shared->values[F_RECONSUME_TIMES], &ok);
+    shared->prepared = as_long(shared->values[F_PREPARED], &ok);
+    if (!ok || magic != MESSAGE_MAGIC_CODE || PyBytes_GET_SIZE(shared->topic) > MAX_TOPIC_LENGTH_V1
+            || shared->sys_flag & HOST_FLAGS || shared->queue_id < INT32_MIN
+            || shared->queue_id > INT32_MAX || shared->sys_flag < INT32_MIN
+            || shared->sys_flag > INT32_MAX || shared->reconsume_times < INT32_MIN
+            || shared->reconsume_times > INT32_MAX)
+        return 0;
+    int born = ipv4_host(shared->values[F_BORN_HOST], shared->born_ip, &shared->born_port);
+    if (born <= 0)
+        return born;
+    return ipv4_host(shared->values[F_STORE_HOST], shared->store_ip, &shared->store_port);
+}
+
+/* Whether record shares the shared fields: 1, 0, or -1 with an error set. */
+static int
+shares_fields(PyObject *record, SharedFields *shared)
+{
+    for (int i = 0; i < COUNT(SHARED_FIELDS); i++) {
+        int f = SHARED_FIELDS[i];
+        int equal = field_equals(record, f, shared->values[f]);
+        if (equal <= 0)
+            return equal;
+    }
+    return 1;
+}
+
+/* The offset message id: the store host's address and port, then offset, in upper hex. */
+static PyObject *
+message_id(const SharedFields *shared, int64_t offset)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    unsigned char raw[16];
+    char text[32];
+    memcpy(raw, shared->store_ip, 4);
+    write_int(raw + 4, shared->store_port);
+    write_long(raw + 8, offset);
+    for (int i = 0; i < 16; i++) {
+        text[2 * i] = hex[raw[i] >> 4];
+        text[2 * i + 1] = hex[raw[i] & 0xF];
+    }
+    return PyUnicode_FromStringAndSize(text, 32);
+}
+
+/* Write one version-1 IPv4 record of size bytes at p. */
+static void
+write_record(unsigned char *p, const SharedFields *shared, int64_t size, int64_t crc,
+             int64_t flag, int64_t queue_offset, int64_t offset, int64_t store_timestamp,
+             PyObject *body, PyObject *properties)
+{
+    Py_ssize_t body_length = PyBytes_GET_SIZE(body);
+    Py_ssize_t topic_length = PyBytes_GET_SIZE(shared->topic);
+    Py_ssize_t properties_length = PyBytes_GET_SIZE(properties);
+    write_int(p, (int32_t)size);
+    write_int(p + 4, MESSAGE_MAGIC_CODE);
+    write_int(p + 8, (int32_t)crc);
+    write_int(p + 12, (int32_t)shared->queue_id);
+    write_int(p + 16, (int32_t)flag);
+    write_long(p + 20, queue_offset);
+    write_long(p + 28, offset);
+    write_int(p + 36, (int32_t)shared->sys_flag);
+    write_long(p + 40, shared->born_timestamp);
+    memcpy(p + 48, shared->born_ip, 4);
+    write_int(p + 52, shared->born_port);
+    write_long(p + 56, store_timestamp);
+    memcpy(p + 64, shared->store_ip, 4);
+    write_int(p + 68, shared->store_port);
+    write_int(p + 72, (int32_t)shared->reconsume_times);
+    write_long(p + 76, shared->prepared);
+    write_int(p + 84, (int32_t)body_length);
+    p += FIXED_V1;
+    memcpy(p, PyBytes_AS_STRING(body), body_length);
+    p += body_length;
+    *p++ = (unsigned char)topic_length;
+    memcpy(p, PyBytes_AS_STRING(shared->topic), topic_length);
+    p += topic_length;
+    *p++ = (unsigned char)(properties_length >> 8);
+    *p++ = (unsigned char)properties_length;
+    memcpy(p, PyBytes_AS_STRING(properties), properties_length);
+}
+
+/* The masked CRC32 of body (zlib.crc32), or -1 with an error set. */
+static int64_t
+masked_crc32(PyObject *body)
+{
+    PyObject *value = PyObject_CallOneArg(CRC32, body);
+    if (value == NULL)
+        return -1;
+    unsigned long crc = PyLong_AsUnsignedLongMask(value);
+    Py_DECREF(value);
+    if (crc == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
+    return crc & 0x7FFFFFFF;
+}
+
+/* Set the four fields the encoding fills in. */
+static int
+set_stored_fields(PyObject *record, PyObject *store_timestamp, int64_t crc, int64_t offset,
+                  int64_t queue_offset)
+{
+    PyObject *values[FIELD_COUNT] = {NULL};
+    static const int fields[] = {F_STORE_TIMESTAMP, F_BODY_CRC, F_COMMIT_LOG_OFFSET,
+                                 F_QUEUE_OFFSET};
+    values[F_STORE_TIMESTAMP] = Py_NewRef(store_timestamp);
+    values[F_BODY_CRC] = PyLong_FromLongLong(crc);
+    values[F_COMMIT_LOG_OFFSET] = PyLong_FromLongLong(offset);
+    values[F_QUEUE_OFFSET] = PyLong_FromLongLong(queue_offset);
+    int failed = values[F_BODY_CRC] == NULL || values[F_COMMIT_LOG_OFFSET] == NULL
+        || values[F_QUEUE_OFFSET] == NULL || set_fields(record, fields, COUNT(fields), values);
+    for (int i = 0; i < COUNT(fields); i++)
+        Py_XDECREF(values[fields[i]]);
+    return failed ? -1 : 0;
+}
+
+PyDoc_STRVAR(encode_stored_batch_doc,
+"encode_stored_batch(records, properties, store_timestamp, commit_log_offset, queue_offset)\n"
+"    -> (bytes, ids) or None\n\n"
+"rmqproto.codec.message.python_encode_stored_batch for a batch whose records all share\n"
+"the first one's topic (at most 127 UTF-8 bytes), queue, sys flag, born and store hosts\n"
+"(IPv4), born timestamp, reconsume times, prepared offset and version-1 magic code, with\n"
+"bytes bodies and properties, as many properties as records and every field in range.\n"
+"None for any other batch, with no record changed (the caller encodes it in Python).");
+
+static PyObject *
+encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "encode_stored_batch takes records, properties, "
+                        "store_timestamp, commit_log_offset and queue_offset");
+        return NULL;
+    }
+    int ok = 1;
+    int64_t store_timestamp = as_long(args[2], &ok);
+    int64_t begin_offset = as_long(args[3], &ok);
+    int64_t begin_queue_offset = as_long(args[4], &ok);
+    PyObject *records = PySequence_Fast(args[0], "records must be iterable");
+    if (records == NULL)
+        return NULL;
+    PyObject *properties = PySequence_Fast(args[1], "properties must be iterable");
+    if (properties == NULL) {
+        Py_DECREF(records);
+        return NULL;
+    }
+    SharedFields shared = {{NULL}};
+    PyObject *result = NULL, *data = NULL, *ids = NULL;
+    int64_t *flags = NULL;
+    PyObject **bodies = NULL;
+    int shares = 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(records);
+    if (!ok || n == 0 || n != PySequence_Fast_GET_SIZE(properties) || begin_offset < 0
+            || begin_queue_offset > INT64_MAX - n)
+        goto other;
+    shares = read_shared(PySequence_Fast_GET_ITEM(records, 0), &shared);
+    if (shares <= 0)
+        goto not_shared;
+    /* first pass: every record is checked and measured before anything is changed */
+    flags = PyMem_Malloc(n * sizeof(int64_t));
+    bodies = PyMem_Calloc(n, sizeof(PyObject *));
+    if (flags == NULL || bodies == NULL) {
+        PyErr_NoMemory();
+        goto decided;
+    }
+    int64_t total = 0;
+    int64_t overhead = record_overhead(0, PyBytes_GET_SIZE(shared.topic));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *record = PySequence_Fast_GET_ITEM(records, i);
+        PyObject *props = PySequence_Fast_GET_ITEM(properties, i);
+        shares = i == 0 ? 1 : shares_fields(record, &shared);
+        if (shares <= 0)
+            goto not_shared;
+        if ((bodies[i] = PyObject_GetAttr(record, FIELD[F_BODY])) == NULL)
+            goto decided;
+        flags[i] = long_field(record, F_FLAG, &ok);
+        if (ok < 0)
+            goto decided;
+        if (!ok || !PyBytes_Check(bodies[i]) || !PyBytes_Check(props)
+                || PyBytes_GET_SIZE(props) > MAX_PROPERTIES_LENGTH
+                || flags[i] < INT32_MIN || flags[i] > INT32_MAX)
+            goto other;
+        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i]) + PyBytes_GET_SIZE(props);
+        if (size > INT32_MAX || total > INT64_MAX - begin_offset - size)
+            goto other;
+        total += size;
+    }
+    /* second pass: encode, and fill in what the encoding gives each record */
+    if ((data = PyBytes_FromStringAndSize(NULL, total)) == NULL || (ids = PyList_New(n)) == NULL)
+        goto decided;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(data);
+    int64_t offset = begin_offset;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *record = PySequence_Fast_GET_ITEM(records, i);
+        PyObject *props = PySequence_Fast_GET_ITEM(properties, i);
+        int64_t crc = masked_crc32(bodies[i]);
+        if (crc < 0)
+            goto decided;
+        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i]) + PyBytes_GET_SIZE(props);
+        write_record(p, &shared, size, crc, flags[i], begin_queue_offset + i, offset,
+                     store_timestamp, bodies[i], props);
+        PyObject *id = message_id(&shared, offset);
+        if (id == NULL)
+            goto decided;
+        PyList_SET_ITEM(ids, i, id);
+        if (set_stored_fields(record, args[2], crc, offset, begin_queue_offset + i) < 0)
+            goto decided;
+        offset += size;
+        p += size;
+    }
+    result = PyTuple_Pack(2, data, ids);
+    goto decided;
+not_shared:
+    if (shares < 0)
+        goto decided;
+other:
+    result = Py_NewRef(Py_None);
+decided:
+    if (bodies != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            Py_XDECREF(bodies[i]);
+    }
+    PyMem_Free(bodies);
+    PyMem_Free(flags);
+    Py_XDECREF(data);
+    Py_XDECREF(ids);
+    clear_shared(&shared);
+    Py_DECREF(records);
+    Py_DECREF(properties);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
@@ -756,6 +1320,12 @@ static PyMethodDef methods[] = {
      index_entries_doc},
     {"encode_units", (PyCFunction)encode_units, METH_O, encode_units_doc},
     {"consume_queue_runs", (PyCFunction)consume_queue_runs, METH_O, consume_queue_runs_doc},
+    {"batch_records", (PyCFunction)(void (*)(void))batch_records, METH_FASTCALL,
+     batch_records_doc},
+    {"check_batch_records", (PyCFunction)(void (*)(void))check_batch_records, METH_FASTCALL,
+     check_batch_records_doc},
+    {"encode_stored_batch", (PyCFunction)(void (*)(void))encode_stored_batch, METH_FASTCALL,
+     encode_stored_batch_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -776,6 +1346,16 @@ PyInit__speedups(void)
         UNIQ_KEY = PyUnicode_InternFromString("UNIQ_KEY");
         EMPTY = PyUnicode_InternFromString("");
         if (TAGS == NULL || KEYS == NULL || UNIQ_KEY == NULL || EMPTY == NULL)
+            return NULL;
+        for (int i = 0; i < FIELD_COUNT; i++) {
+            if ((FIELD[i] = PyUnicode_InternFromString(FIELD_NAMES[i])) == NULL)
+                return NULL;
+        }
+        PyObject *zlib = PyImport_ImportModule("zlib");
+        CRC32 = zlib == NULL ? NULL : PyObject_GetAttrString(zlib, "crc32");
+        Py_XDECREF(zlib);
+        MAGIC_CODE_V1 = PyLong_FromLong(MESSAGE_MAGIC_CODE);
+        if (CRC32 == NULL || MAGIC_CODE_V1 == NULL)
             return NULL;
     }
     return PyModuleDef_Init(&module);

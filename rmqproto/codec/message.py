@@ -848,16 +848,22 @@ def decode_batch_records(data, batch_properties, prototype):
     of a name in both wins). Raises as :func:`decode_batch` does.
     """
     batch_text = properties_to_string(batch_properties)
-    batch_raw = _utf8(batch_text)
-    batch_parsed = string_to_properties(batch_text)
+    records = BatchRecords(batch_records(data, _utf8(batch_text),
+                                         string_to_properties(batch_text), prototype))
+    records.body_length = len(data)
+    records.properties = batch_properties
+    return records
+
+
+def batch_records(data, batch_raw, batch_parsed, prototype):
+    """The :class:`BatchRecord` list of :func:`decode_batch_records`, given the batch's
+    properties string as UTF-8 (``batch_raw``) and parsed (``batch_parsed``)."""
     topic, queue_id, sys_flag = prototype.topic, prototype.queue_id, prototype.sys_flag
     born_timestamp, born_host = prototype.born_timestamp, prototype.born_host
     store_host, reconsume_times = prototype.store_host, prototype.reconsume_times
     magic_code = prototype.magic_code
     new = object.__new__
-    records = BatchRecords()
-    records.body_length = len(data)
-    records.properties = batch_properties
+    records = []
     for flag, body, raw in _batch_items(data):
         raw = bytes(raw)
         properties = string_to_properties(str(raw, "utf-8", "surrogateescape"))
@@ -880,6 +886,17 @@ def decode_batch_records(data, batch_properties, prototype):
         record.stored_properties = stored_batch_properties(raw, batch_raw)
         records.append(record)
     return records
+
+
+#: The Python :func:`batch_records`, the reference of its C version.
+python_batch_records = batch_records
+if speedups is not None:
+    def batch_records(data, batch_raw, batch_parsed, prototype):  # noqa: F811
+        """:func:`python_batch_records` in C (which raises what a malformed body is)."""
+        records = speedups.batch_records(data, batch_raw, batch_parsed, prototype, BatchRecord)
+        if records is None:
+            return python_batch_records(data, batch_raw, batch_parsed, prototype)
+        return records
 
 
 def parse_batch_declared(data):
@@ -955,3 +972,18 @@ def encode_stored_batch(records, properties, store_timestamp, commit_log_offset,
         offset += size
         queue_offset += 1
     return b"".join(parts), ids
+
+
+#: The Python :func:`encode_stored_batch`, the reference of its C version.
+python_encode_stored_batch = encode_stored_batch
+if speedups is not None:
+    def encode_stored_batch(records, properties, store_timestamp, commit_log_offset,  # noqa: F811
+                            queue_offset):
+        """:func:`python_encode_stored_batch`, in C for the usual batch (see
+        ``speedups.encode_stored_batch``)."""
+        encoded = speedups.encode_stored_batch(records, properties, store_timestamp,
+                                               commit_log_offset, queue_offset)
+        if encoded is None:
+            return python_encode_stored_batch(records, properties, store_timestamp,
+                                              commit_log_offset, queue_offset)
+        return encoded

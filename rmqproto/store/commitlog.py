@@ -13,6 +13,7 @@ from functools import lru_cache
 from rmqproto.codec import message as msg
 from rmqproto.codec.headers import Field
 from rmqproto.codec.javalang import masked_crc32
+from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store.mappedfile import MappedFileQueue
 from rmqproto.store.results import AppendMessageResult, AppendMessageStatus, PutMessageStatus
@@ -122,6 +123,10 @@ def check_batch(records, max_message_size):
             raise CodecError("the batch's properties of %d bytes exceed %d"
                              % (batch_length, msg.MAX_PROPERTIES_LENGTH))
     topic_length = len(_topic_bytes(topic))
+    if speedups is not None:
+        properties = speedups.check_batch_records(records, topic, queue_id, topic_length)
+        if properties is not None:  # all passed; otherwise the loop below says why
+            return PutMessageStatus.PUT_OK, properties
     overheads = {}  # sys flag -> record length without body and properties
     client_length = 0
     properties = []
