@@ -41,6 +41,30 @@ decode_text(const unsigned char *p, Py_ssize_t n)
     return PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape");
 }
 
+/* The property names clients and brokers set on most messages, interned once (at module
+ * init): a name among them is not made anew (nor hashed) for each message. */
+static const char *const USUAL_NAMES[] = {
+    "KEYS", "TAGS", "UNIQ_KEY", "WAIT", "CLUSTER", "DELAY", "MSG_REGION", "TRACE_ON",
+    "MIN_OFFSET", "MAX_OFFSET", "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "TRAN_MSG", "PGROUP",
+};
+#define USUAL_NAME_COUNT ((int)(sizeof(USUAL_NAMES) / sizeof(USUAL_NAMES[0])))
+static PyObject *USUAL_NAME[USUAL_NAME_COUNT];
+
+/* A new reference to text[start:end], the interned name when it is a usual one. */
+static PyObject *
+property_name(PyObject *text, Py_ssize_t start, Py_ssize_t end)
+{
+    if (PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND) {
+        const char *name = (const char *)PyUnicode_1BYTE_DATA(text) + start;
+        size_t length = end - start;
+        for (int i = 0; i < USUAL_NAME_COUNT; i++) {
+            if (strlen(USUAL_NAMES[i]) == length && memcmp(USUAL_NAMES[i], name, length) == 0)
+                return Py_NewRef(USUAL_NAME[i]);
+        }
+    }
+    return PyUnicode_Substring(text, start, end);
+}
+
 /* The properties of a str: each "name\x01value" fragment (split on \x02) with a
  * non-empty name and value, a repeated name keeping its last value. */
 static PyObject *
@@ -63,7 +87,7 @@ properties_of_text(PyObject *text)
                 eq = end;
         }
         if (eq > start && end > eq + 1) {
-            PyObject *name = PyUnicode_Substring(text, start, eq);
+            PyObject *name = property_name(text, start, eq);
             PyObject *value = name == NULL ? NULL : PyUnicode_Substring(text, eq + 1, end);
             int failed = value == NULL || PyDict_SetItem(props, name, value);
             Py_XDECREF(name);
@@ -1349,6 +1373,10 @@ PyInit__speedups(void)
             return NULL;
         for (int i = 0; i < FIELD_COUNT; i++) {
             if ((FIELD[i] = PyUnicode_InternFromString(FIELD_NAMES[i])) == NULL)
+                return NULL;
+        }
+        for (int i = 0; i < USUAL_NAME_COUNT; i++) {
+            if ((USUAL_NAME[i] = PyUnicode_InternFromString(USUAL_NAMES[i])) == NULL)
                 return NULL;
         }
         PyObject *zlib = PyImport_ImportModule("zlib");
