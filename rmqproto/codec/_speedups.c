@@ -155,6 +155,17 @@ require_str(PyObject *value, const char *what)
     return -1;
 }
 
+/* 0 when the arguments are right (ok), else -1 with TypeError saying what the function
+ * takes (usage). */
+static int
+arguments_ok(int ok, const char *usage)
+{
+    if (ok)
+        return 0;
+    PyErr_SetString(PyExc_TypeError, usage);
+    return -1;
+}
+
 PyDoc_STRVAR(java_string_hash_continued_doc,
 "java_string_hash_continued(prefix_hash, text)\n\n"
 "rmqproto.codec.javalang.java_string_hash_continued.");
@@ -162,11 +173,8 @@ PyDoc_STRVAR(java_string_hash_continued_doc,
 static PyObject *
 java_string_hash_continued(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError,
-                        "java_string_hash_continued takes prefix_hash and text");
+    if (arguments_ok(nargs == 2, "java_string_hash_continued takes prefix_hash and text") < 0)
         return NULL;
-    }
     if (!PyLong_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "prefix_hash must be an int");
         return NULL;
@@ -300,11 +308,9 @@ PyDoc_STRVAR(take_usual_records_doc,
 static PyObject *
 take_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6 || !PyList_Check(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "take_usual_records takes buffer, position, "
-                        "stop_at, max_count, crc and a list");
+    if (arguments_ok(nargs == 6 && PyList_Check(args[5]), "take_usual_records takes buffer, "
+                     "position, stop_at, max_count, crc and a list") < 0)
         return NULL;
-    }
     Py_ssize_t pos, stop_at, max_count;
     if ((pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred())
         return NULL;
@@ -384,12 +390,11 @@ PyDoc_STRVAR(put_index_hashes_doc,
 static PyObject *
 put_index_hashes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 9 || (!PyList_Check(args[1]) && !PyTuple_Check(args[1]))) {
-        PyErr_SetString(PyExc_TypeError, "put_index_hashes takes buffer, a list or tuple of "
-                        "entries, start, index_num, slot_num, count, slot_count, "
-                        "begin_timestamp and begin_phy_offset");
+    if (arguments_ok(nargs == 9 && (PyList_Check(args[1]) || PyTuple_Check(args[1])),
+                     "put_index_hashes takes buffer, a list or tuple of entries, start, "
+                     "index_num, slot_num, count, slot_count, begin_timestamp and "
+                     "begin_phy_offset") < 0)
         return NULL;
-    }
     PyObject *entries = args[1];
     long long numbers[7];  /* start, index_num, slot_num, count, slot_count, begin times */
     for (int k = 0; k < 7; k++) {
@@ -465,11 +470,9 @@ PyDoc_STRVAR(requests_of_fields_doc,
 static PyObject *
 requests_of_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "requests_of_fields takes fields, schedule_topic "
-                        "and schedule_tags_code");
+    if (arguments_ok(nargs == 3, "requests_of_fields takes fields, schedule_topic and "
+                     "schedule_tags_code") < 0)
         return NULL;
-    }
     PyObject *fields = PySequence_Fast(args[0], "fields must be iterable");
     if (fields == NULL)
         return NULL;
@@ -570,11 +573,9 @@ PyDoc_STRVAR(index_entries_doc,
 static PyObject *
 index_entries(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "index_entries takes requests, "
-                        "newest_end_phy_offset and rollback_type");
+    if (arguments_ok(nargs == 3, "index_entries takes requests, newest_end_phy_offset and "
+                     "rollback_type") < 0)
         return NULL;
-    }
     long rollback = PyLong_AsLong(args[2]);
     if (rollback == -1 && PyErr_Occurred())
         return NULL;
@@ -783,7 +784,7 @@ static const char *const FIELD_NAMES[FIELD_COUNT] = {
 };
 static PyObject *FIELD[FIELD_COUNT];
 /* MESSAGE_MAGIC_CODE as an int, and zlib.crc32. */
-static PyObject *MAGIC_CODE_V1, *CRC32;
+static PyObject *MAGIC_CODE_V1, *CRC32, *EMPTY_TUPLE;
 
 #define TRANSACTION_ROLLBACK_TYPE 0xC
 #define BORNHOST_V6_FLAG 0x10
@@ -847,12 +848,12 @@ PyDoc_STRVAR(batch_records_doc,
 static PyObject *
 batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5 || !PyBytes_Check(args[1]) || !PyDict_Check(args[2])
-            || !PyType_Check(args[4])) {
-        PyErr_SetString(PyExc_TypeError, "batch_records takes data, batch_raw (bytes), "
-                        "batch_parsed (dict), prototype and a record type");
+    if (arguments_ok(nargs == 5 && PyBytes_Check(args[1]) && PyDict_Check(args[2])
+                     && PyType_Check(args[4])
+                     && ((PyTypeObject *)args[4])->tp_new == PyBaseObject_Type.tp_new,
+                     "batch_records takes data, batch_raw (bytes), batch_parsed (dict), "
+                     "prototype and a record type made by object.__new__") < 0)
         return NULL;
-    }
     PyObject *batch_raw = args[1], *batch_parsed = args[2], *prototype = args[3];
     PyTypeObject *type = (PyTypeObject *)args[4];
     Py_buffer view;
@@ -898,7 +899,7 @@ batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *record = NULL;
         if (values[F_FLAG] && values[F_BODY] && values[F_PROPERTIES]
                 && values[F_STORED_PROPERTIES]) {
-            record = type->tp_alloc(type, 0);
+            record = PyBaseObject_Type.tp_new(type, EMPTY_TUPLE, NULL);
             if (record != NULL) {
                 static const int all[FIELD_COUNT] = {
                     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
@@ -928,7 +929,8 @@ done:
     return records;
 }
 
-/* Whether record.<field> == expected: 1, 0, or -1 with an error set. */
+/* Whether record.<field> == expected as a tuple compares its items (identity first):
+ * 1, 0, or -1 with an error set. */
 static int
 field_equals(PyObject *record, int field, PyObject *expected)
 {
@@ -938,6 +940,22 @@ field_equals(PyObject *record, int field, PyObject *expected)
     int equal = PyObject_RichCompareBool(value, expected, Py_EQ);
     Py_DECREF(value);
     return equal;
+}
+
+/* Whether record.<field> != expected, as the operator says: 1, 0, or -1 with an error set. */
+static int
+field_differs(PyObject *record, int field, PyObject *expected)
+{
+    PyObject *value = PyObject_GetAttr(record, FIELD[field]);
+    if (value == NULL)
+        return -1;
+    PyObject *differs = PyObject_RichCompare(value, expected, Py_NE);
+    Py_DECREF(value);
+    if (differs == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(differs);
+    Py_DECREF(differs);
+    return truth;
 }
 
 /* The int64 value of record.<field>; 0 with *ok cleared when it is not an int in range,
@@ -974,11 +992,9 @@ PyDoc_STRVAR(check_batch_records_doc,
 static PyObject *
 check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "check_batch_records takes records, topic, "
-                        "queue_id and topic_length");
+    if (arguments_ok(nargs == 4, "check_batch_records takes records, topic, queue_id and "
+                     "topic_length") < 0)
         return NULL;
-    }
     Py_ssize_t topic_length = PyLong_AsSsize_t(args[3]);
     if (topic_length == -1 && PyErr_Occurred())
         return NULL;
@@ -991,13 +1007,14 @@ check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto failed;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *record = PySequence_Fast_GET_ITEM(records, i);
-        int same_topic = field_equals(record, F_TOPIC, args[1]);
-        int same_queue = same_topic > 0 ? field_equals(record, F_QUEUE_ID, args[2]) : 0;
+        int other_topic = field_differs(record, F_TOPIC, args[1]);
+        int other_queue = other_topic == 0 ? field_differs(record, F_QUEUE_ID, args[2]) : 0;
         int ok = 1;
-        int64_t sys_flag = same_queue > 0 ? long_field(record, F_SYS_FLAG, &ok) : 0;
-        if (same_topic < 0 || same_queue < 0 || ok < 0)
+        int64_t sys_flag = other_topic == 0 && other_queue == 0
+            ? long_field(record, F_SYS_FLAG, &ok) : 0;
+        if (other_topic < 0 || other_queue < 0 || ok < 0)
             goto failed;
-        if (!same_topic || !same_queue || !ok || sys_flag & TRANSACTION_ROLLBACK_TYPE)
+        if (other_topic || other_queue || !ok || sys_flag & TRANSACTION_ROLLBACK_TYPE)
             goto refused;
         PyObject *stored = PyObject_GetAttr(record, FIELD[F_STORED_PROPERTIES]);
         if (stored == NULL) {
@@ -1039,6 +1056,16 @@ failed:
     return NULL;
 }
 
+/* 0 (the error cleared) when the error set is a UnicodeEncodeError, else -1. */
+static int
+unless_unencodable(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
 /* An IPv4 (ip, port) host: the 4 address bytes and the port; 0 when it is not one in
  * range, -1 with an error set when reading it fails. */
 static int
@@ -1047,9 +1074,12 @@ ipv4_host(PyObject *host, unsigned char address[4], int32_t *port)
     if (!PyTuple_Check(host) || PyTuple_GET_SIZE(host) != 2
             || !PyUnicode_Check(PyTuple_GET_ITEM(host, 0)))
         return 0;
-    const char *ip = PyUnicode_AsUTF8(PyTuple_GET_ITEM(host, 0));
+    Py_ssize_t length;
+    const char *ip = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(host, 0), &length);
     if (ip == NULL)
-        return -1;
+        return unless_unencodable();
+    if (strlen(ip) != (size_t)length)  /* a NUL inside */
+        return 0;
     int ok = 1;
     int64_t value = as_long(PyTuple_GET_ITEM(host, 1), &ok);
     if (!ok || value < INT32_MIN || value > INT32_MAX || inet_pton(AF_INET, ip, address) != 1)
@@ -1094,7 +1124,7 @@ read_shared(PyObject *record, SharedFields *shared)
     shared->topic = PyUnicode_AsEncodedString(shared->values[F_TOPIC], "utf-8",
                                               "surrogateescape");
     if (shared->topic == NULL)
-        return -1;
+        return unless_unencodable();
     int ok = 1;
     int64_t magic = as_long(shared->values[F_MAGIC_CODE], &ok);
     shared->queue_id = as_long(shared->values[F_QUEUE_ID], &ok);
@@ -1195,9 +1225,11 @@ masked_crc32(PyObject *body)
     return crc & 0x7FFFFFFF;
 }
 
-/* Set the four fields the encoding fills in. */
+/* Set the four fields the encoding fills in; the offsets are given as objects for the
+ * first record (the arguments, as Python stores them) and as NULL for the others. */
 static int
-set_stored_fields(PyObject *record, PyObject *store_timestamp, int64_t crc, int64_t offset,
+set_stored_fields(PyObject *record, PyObject *store_timestamp, int64_t crc,
+                  PyObject *offset_object, int64_t offset, PyObject *queue_offset_object,
                   int64_t queue_offset)
 {
     PyObject *values[FIELD_COUNT] = {NULL};
@@ -1205,8 +1237,10 @@ set_stored_fields(PyObject *record, PyObject *store_timestamp, int64_t crc, int6
                                  F_QUEUE_OFFSET};
     values[F_STORE_TIMESTAMP] = Py_NewRef(store_timestamp);
     values[F_BODY_CRC] = PyLong_FromLongLong(crc);
-    values[F_COMMIT_LOG_OFFSET] = PyLong_FromLongLong(offset);
-    values[F_QUEUE_OFFSET] = PyLong_FromLongLong(queue_offset);
+    values[F_COMMIT_LOG_OFFSET] = offset_object != NULL ? Py_NewRef(offset_object)
+        : PyLong_FromLongLong(offset);
+    values[F_QUEUE_OFFSET] = queue_offset_object != NULL ? Py_NewRef(queue_offset_object)
+        : PyLong_FromLongLong(queue_offset);
     int failed = values[F_BODY_CRC] == NULL || values[F_COMMIT_LOG_OFFSET] == NULL
         || values[F_QUEUE_OFFSET] == NULL || set_fields(record, fields, COUNT(fields), values);
     for (int i = 0; i < COUNT(fields); i++)
@@ -1226,11 +1260,9 @@ PyDoc_STRVAR(encode_stored_batch_doc,
 static PyObject *
 encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "encode_stored_batch takes records, properties, "
-                        "store_timestamp, commit_log_offset and queue_offset");
+    if (arguments_ok(nargs == 5, "encode_stored_batch takes records, properties, "
+                     "store_timestamp, commit_log_offset and queue_offset") < 0)
         return NULL;
-    }
     int ok = 1;
     int64_t store_timestamp = as_long(args[2], &ok);
     int64_t begin_offset = as_long(args[3], &ok);
@@ -1250,7 +1282,7 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int shares = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(records);
     if (!ok || n == 0 || n != PySequence_Fast_GET_SIZE(properties) || begin_offset < 0
-            || begin_queue_offset > INT64_MAX - n)
+            || begin_queue_offset > INT64_MAX - (n - 1))
         goto other;
     shares = read_shared(PySequence_Fast_GET_ITEM(records, 0), &shared);
     if (shares <= 0)
@@ -1302,7 +1334,8 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (id == NULL)
             goto decided;
         PyList_SET_ITEM(ids, i, id);
-        if (set_stored_fields(record, args[2], crc, offset, begin_queue_offset + i) < 0)
+        if (set_stored_fields(record, args[2], crc, i == 0 ? args[3] : NULL, offset,
+                              i == 0 ? args[4] : NULL, begin_queue_offset + i) < 0)
             goto decided;
         offset += size;
         p += size;
@@ -1383,7 +1416,8 @@ PyInit__speedups(void)
         CRC32 = zlib == NULL ? NULL : PyObject_GetAttrString(zlib, "crc32");
         Py_XDECREF(zlib);
         MAGIC_CODE_V1 = PyLong_FromLong(MESSAGE_MAGIC_CODE);
-        if (CRC32 == NULL || MAGIC_CODE_V1 == NULL)
+        EMPTY_TUPLE = PyTuple_New(0);
+        if (CRC32 == NULL || MAGIC_CODE_V1 == NULL || EMPTY_TUPLE == NULL)
             return NULL;
     }
     return PyModuleDef_Init(&module);

@@ -981,6 +981,8 @@ if speedups is not None:
                             queue_offset):
         """:func:`python_encode_stored_batch`, in C for the usual batch (see
         ``speedups.encode_stored_batch``)."""
+        if not isinstance(properties, (list, tuple)):
+            properties = list(properties)  # both encoders may read them
         encoded = speedups.encode_stored_batch(records, properties, store_timestamp,
                                                commit_log_offset, queue_offset)
         if encoded is None:
