@@ -30,16 +30,45 @@ def lose(wire):
     wire.protocol.connectionLost(Failure(ConnectionDone()))
 
 
-def test_pipelined_requests_in_one_chunk_are_answered_in_order_as_made():
+def test_pipelined_requests_in_one_chunk_are_answered_in_order_in_two_sends():
     wire = Wire()
     wire.dispatcher.register(7, echo)
     wire.receive(*(request(7, opaque=n, body=b"%d" % n) for n in range(200)),
                  request(99, opaque=500))
-    assert len(wire.transport.writes) == 201  # each answer goes out when it is made
+    assert len(wire.transport.writes) == 2  # the first answer, then the rest of the read
     answers = wire.sent()
     assert [a.opaque for a in answers] == list(range(200)) + [500]
     assert all(a.body == b"%d" % a.opaque and a.flag == FLAG_RESPONSE for a in answers[:200])
     assert answers[200].code == R.REQUEST_CODE_NOT_SUPPORTED
+
+
+def test_the_first_answer_of_a_read_goes_out_before_the_next_request_is_handled():
+    wire = Wire()
+    writes_seen = []
+
+    def note(req, context):
+        writes_seen.append(len(wire.transport.writes))
+        return echo(req, context)
+
+    wire.dispatcher.register(7, note)
+    wire.receive(*(request(7, opaque=n) for n in range(3)))
+    assert writes_seen == [0, 1, 1]
+    assert len(wire.transport.writes) == 2
+
+
+def test_answers_made_after_the_read_go_out_at_once():
+    wire = Wire()
+    waiting = []
+    wire.dispatcher.register(7, lambda req, context: waiting.append(Deferred()) or waiting[0])
+    wire.dispatcher.register(8, echo)
+    wire.receive(request(7, opaque=1), request(8, opaque=2), request(8, opaque=3))
+    assert len(wire.transport.writes) == 2
+    assert [a.opaque for a in wire.sent()] == [2, 3]
+    waiting[0].callback(request(7, opaque=1).response(R.SUCCESS))
+    assert len(wire.transport.writes) == 3
+    assert [a.opaque for a in wire.sent()] == [1]
+    wire.protocol.send_oneway(request(9))  # a request of our own, outside any read
+    assert len(wire.transport.writes) == 4
 
 
 def test_frames_split_across_reads():
