@@ -43,7 +43,7 @@ decode_text(const unsigned char *p, Py_ssize_t n)
 
 /* The property names clients and brokers set on most messages, interned once (at module
  * init): a name among them is not made anew (nor hashed) for each message. */
-static const char *const USUAL_NAMES[] = {
+static const char *const USUAL_NAMES[] = {  /* the first three: KEYS, TAGS, UNIQ_KEY below */
     "KEYS", "TAGS", "UNIQ_KEY", "WAIT", "CLUSTER", "DELAY", "MSG_REGION", "TRACE_ON",
     "MIN_OFFSET", "MAX_OFFSET", "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "TRAN_MSG", "PGROUP",
 };
@@ -458,7 +458,7 @@ put_index_hashes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(nLLLL)", i, count, slot_count, begin_timestamp, begin_phy_offset);
 }
 
-/* Property names the dispatch reads, made once. */
+/* Property names the dispatch reads (interned with the usual names at module init). */
 static PyObject *TAGS, *KEYS, *UNIQ_KEY, *EMPTY;
 
 PyDoc_STRVAR(requests_of_fields_doc,
@@ -796,6 +796,11 @@ static PyObject *MAGIC_CODE_V1, *CRC32, *EMPTY_TUPLE;
 static const int PROTOTYPE_FIELDS[] = {F_TOPIC, F_QUEUE_ID, F_SYS_FLAG, F_BORN_TIMESTAMP,
                                        F_BORN_HOST, F_STORE_HOST, F_RECONSUME_TIMES,
                                        F_MAGIC_CODE};
+static const int ALL_FIELDS[FIELD_COUNT] = {
+    F_TOPIC, F_BODY, F_PROPERTIES, F_QUEUE_ID, F_FLAG, F_QUEUE_OFFSET, F_COMMIT_LOG_OFFSET,
+    F_STORE_TIMESTAMP, F_SYS_FLAG, F_BORN_TIMESTAMP, F_BORN_HOST, F_STORE_HOST,
+    F_RECONSUME_TIMES, F_PREPARED, F_BODY_CRC, F_MAGIC_CODE, F_STORE_SIZE,
+    F_STORED_PROPERTIES};
 static const int ZERO_FIELDS[] = {F_QUEUE_OFFSET, F_COMMIT_LOG_OFFSET, F_STORE_TIMESTAMP,
                                   F_PREPARED, F_BODY_CRC};
 
@@ -901,9 +906,7 @@ batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 && values[F_STORED_PROPERTIES]) {
             record = PyBaseObject_Type.tp_new(type, EMPTY_TUPLE, NULL);
             if (record != NULL) {
-                static const int all[FIELD_COUNT] = {
-                    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
-                if (set_fields(record, all, FIELD_COUNT, values) < 0
+                if (set_fields(record, ALL_FIELDS, FIELD_COUNT, values) < 0
                         || PyList_Append(records, record) < 0)
                     Py_CLEAR(record);
             }
@@ -1397,19 +1400,18 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    if (TAGS == NULL) {
-        TAGS = PyUnicode_InternFromString("TAGS");
-        KEYS = PyUnicode_InternFromString("KEYS");
-        UNIQ_KEY = PyUnicode_InternFromString("UNIQ_KEY");
-        EMPTY = PyUnicode_InternFromString("");
-        if (TAGS == NULL || KEYS == NULL || UNIQ_KEY == NULL || EMPTY == NULL)
+    if (EMPTY == NULL) {
+        if ((EMPTY = PyUnicode_InternFromString("")) == NULL)
             return NULL;
-        for (int i = 0; i < FIELD_COUNT; i++) {
-            if ((FIELD[i] = PyUnicode_InternFromString(FIELD_NAMES[i])) == NULL)
-                return NULL;
-        }
         for (int i = 0; i < USUAL_NAME_COUNT; i++) {
             if ((USUAL_NAME[i] = PyUnicode_InternFromString(USUAL_NAMES[i])) == NULL)
+                return NULL;
+        }
+        KEYS = USUAL_NAME[0];
+        TAGS = USUAL_NAME[1];
+        UNIQ_KEY = USUAL_NAME[2];
+        for (int i = 0; i < FIELD_COUNT; i++) {
+            if ((FIELD[i] = PyUnicode_InternFromString(FIELD_NAMES[i])) == NULL)
                 return NULL;
         }
         PyObject *zlib = PyImport_ImportModule("zlib");
