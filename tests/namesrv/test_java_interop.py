@@ -21,6 +21,11 @@ from support.syncclient import call, wait_until
 pytestmark = pytest.mark.skipif(not java_available(), reason="Java 17 and Maven are not installed")
 
 TOPIC = "InteropTopic"
+# A Java master creates this topic lazily on its first transaction check
+# (``transactionCheckInterval`` after start, 60 s by default) and registers again; the
+# fixture makes that happen at once and waits for it, so the topic set is settled
+# before any test compares the two NameServers.
+TRANSACTION_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 
 
 class Cluster:
@@ -33,15 +38,17 @@ class Cluster:
         both = "%s;%s" % (self.ours_addr, self.java_addr)
         self.master_port, self.slave_port = broker_port(), broker_port()
         self.master_addr = "127.0.0.1:%d" % self.master_port
-        self.master = self.peers.broker("master", listenPort=self.master_port, namesrvAddr=both)
+        self.master = self.peers.broker("master", listenPort=self.master_port, namesrvAddr=both,
+                                        transactionCheckInterval=1000)
         self.slave = self.peers.broker("slave", listenPort=self.slave_port, namesrvAddr=both,
                                        brokerId=1, brokerRole="SLAVE")
         wait_until(lambda: self.broker_ids(self.ours_addr) == {0, 1}, timeout=60)
         wait_until(lambda: self.broker_ids(self.java_addr) == {0, 1}, timeout=60)
         self.peers.mqadmin("updateTopic", "-b", self.master_addr, "-t", TOPIC, "-r", "4", "-w", "4")
         for address in (self.ours_addr, self.java_addr):
-            wait_until(lambda: call(address, RC.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}).code
-                       == R.SUCCESS, timeout=30)
+            for topic in (TOPIC, TRANSACTION_HALF_TOPIC):
+                wait_until(lambda: call(address, RC.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).code
+                           == R.SUCCESS, timeout=30)
 
     @staticmethod
     def broker_ids(address):
