@@ -71,7 +71,7 @@ STAGES = [
     ("  index (build_index)", "store/indexservice.py", "build_index"),
     ("  index of a batch (build_indexes)", "store/indexservice.py", "build_indexes"),
     ("    index entries (index_entries, C)", *native("index_entries")),
-    ("  arriving listeners (long polling)", "broker/longpolling.py", "notify_message_arriving"),
+    ("  dispatch listeners (long polling)", "broker/longpolling.py", "notify_dispatched"),
     ("  flush wake-up", "store/flush.py", "wakeup"),
     ("answer (_put_done: extFields template)", "processors/send.py", "_put_done"),
     ("response frame encode (encode_frame, orjson)", "codec/frame.py", "encode_frame"),

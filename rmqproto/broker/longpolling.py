@@ -4,8 +4,10 @@ A pull that finds nothing (PULL_NOT_FOUND) with the SUSPEND flag is parked here 
 ``suspendTimeoutMillis`` (``shortPollingTimeMills`` when ``longPollingEnable`` is false).
 It is answered — by running the pull again, now without suspension — as soon as a
 message for its queue arrives past its offset and matches its filter, or when its time
-is up. The put path calls :meth:`PullRequestHoldService.notify_message_arriving` for each
-stored message; a check every 5 s (or ``shortPollingTimeMills``) catches any it missed.
+is up. The store hands :meth:`PullRequestHoldService.notify_dispatched` each dispatched
+batch, which calls :meth:`~PullRequestHoldService.notify_message_arriving` for each of its
+messages while any pull is parked; a check every 5 s (or ``shortPollingTimeMills``) catches
+any it missed.
 
 :class:`PullRequestTable` is the pure part (time passed in); the service adds timers and
 answers each parked request's ``Deferred``. Nothing here ever blocks the reactor.
@@ -14,6 +16,8 @@ answers each parked request's ``Deferred``. Nothing here ever blocks the reactor
 from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
+
+from rmqproto.store.dispatch import arrivals
 
 __all__ = ["CHECK_INTERVAL_LONG_POLLING", "PullRequest", "PullRequestTable", "PullRequestHoldService"]
 
@@ -129,6 +133,14 @@ class PullRequestHoldService:
         pull_request.timer = self.reactor.callLater(delay, self._expired, topic, queue_id,
                                                     pull_request)
         return pull_request.deferred
+
+    def notify_dispatched(self, requests):
+        """The store's dispatch listener: wake the pulls parked on the queues of ``requests``
+        (tuples in ``DispatchRequest`` order)."""
+        if not self.pull_requests.table:
+            return  # nothing parked anywhere: the usual case on the put path
+        for topic, queue_id, max_offset, tags_code, _, _ in arrivals(requests):
+            self.notify_message_arriving(topic, queue_id, max_offset, tags_code)
 
     def notify_message_arriving(self, topic, queue_id, max_offset, tags_code=None):
         """A message was stored in ``topic``/``queue_id``; ``max_offset`` is the queue's

@@ -203,7 +203,7 @@ class HAMasterService(service.Service):
         log.info("HA service listening on port {port}", port=self.port)
         self.store.replica_waiter = self.wait_for_replica
         self.store.runtime_info_providers.append(self.runtime_info)
-        self.store.message_arriving_listeners.append(self._on_message_arriving)
+        self.store.dispatch_listeners.append(self._on_dispatched)
         self._tick.start(TICK_SECONDS, now=False)
         self._diff_log_start = self.reactor.callLater(
             DIFF_LOG_FIRST_SECONDS, self._diff_log.start, DIFF_LOG_SECONDS, True)
@@ -213,7 +213,7 @@ class HAMasterService(service.Service):
         if self.store.replica_waiter == self.wait_for_replica:
             self.store.replica_waiter = None
         _remove(self.store.runtime_info_providers, self.runtime_info)
-        _remove(self.store.message_arriving_listeners, self._on_message_arriving)
+        _remove(self.store.dispatch_listeners, self._on_dispatched)
         for timer in (self._deadline_timer, self._pump_call, self._diff_log_start):
             if timer is not None and timer.active():
                 timer.cancel()
@@ -270,7 +270,12 @@ class HAMasterService(service.Service):
                      offset=replica.transfer_from_where, oldest=oldest)
             replica.transfer_from_where = oldest
 
-    def _on_message_arriving(self, *args):
+    def _on_dispatched(self, requests):
+        """The store's dispatch listener: new bytes for the slaves."""
+        self._schedule_pump()
+
+    def _schedule_pump(self):
+        """Pump every connection once, at the end of this reactor turn."""
         if self._pump_call is None:
             self._pump_call = self.reactor.callLater(0, self._pump_all)
 
@@ -304,7 +309,7 @@ class HAMasterService(service.Service):
         waiter = defer.Deferred()
         self.waits.add(next_offset, now + self.slave_timeout, waiter)
         self._arm_deadline()
-        self._on_message_arriving()
+        self._schedule_pump()
         return waiter
 
     def _answer_acks(self):

@@ -182,9 +182,10 @@ class DefaultMessageStore:
         self.retention = RetentionService(self)
         self.stats = StoreStats(self.now())
         self.total_physical_memory = total_physical_memory()
-        #: ``listener(topic, queue_id, logic_offset + 1, tags_code, store_timestamp, properties)``
-        #: after each dispatch on a master (``MessageArrivingListener``, long polling).
-        self.message_arriving_listeners = []
+        #: ``listener(requests)`` once per dispatched batch on a master, with its requests
+        #: (tuples in ``DispatchRequest`` order; :func:`~rmqproto.store.dispatch.arrivals`
+        #: gives what Java's ``MessageArrivingListener`` is told): long polling, HA.
+        self.dispatch_listeners = []
         #: SYNC_MASTER: ``waiter(next_offset) -> Deferred of PutMessageStatus`` (the HA service).
         self.replica_waiter = None
         #: Callables adding entries to :meth:`runtime_info` (e.g. the schedule service).
@@ -374,7 +375,7 @@ class DefaultMessageStore:
     def _dispatch(self, requests):
         """``doDispatch`` of each request (a tuple in ``DispatchRequest`` order), in order: the
         consume queues (a queue's units of the batch in one append where they continue it),
-        the index, the arriving listeners."""
+        the index, the dispatch listeners."""
         runs, store_timestamp = consume_queue_runs(requests)
         for (topic, queue_id), units in runs.items():
             self.find_consume_queue(topic, queue_id).put_positions(units)
@@ -387,11 +388,9 @@ class DefaultMessageStore:
             self.index_service.build_indexes(requests)
             for full in self.index_service.take_full_files():
                 self._flush_full_index_file(full)
-        if not slave and self.message_arriving_listeners:
-            for (topic, queue_id, _, _, tags_code, timestamp, queue_offset, _, _, _, _,
-                 properties) in requests:
-                for listener in self.message_arriving_listeners:
-                    listener(topic, queue_id, queue_offset + 1, tags_code, timestamp, properties)
+        if not slave:
+            for listener in self.dispatch_listeners:
+                listener(requests)
 
     def _flush_full_index_file(self, full):
         """Fsync a full index file in a thread (its descriptor stays open until then, even if

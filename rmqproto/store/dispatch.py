@@ -18,8 +18,8 @@ from rmqproto.codec.native import speedups
 from rmqproto.store.commitlog import consumable
 
 __all__ = ["SCHEDULE_TOPIC", "DispatchRequest", "parse_delay_levels", "delay_level_to_queue_id",
-           "dispatch_request", "requests_of_fields", "consume_queue_runs", "ReputService",
-           "DISPATCH_BATCH"]
+           "dispatch_request", "requests_of_fields", "consume_queue_runs", "arrivals",
+           "ReputService", "DISPATCH_BATCH"]
 
 #: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -117,6 +117,15 @@ if speedups is not None:
             fields, SCHEDULE_TOPIC,
             lambda topic, properties, store_timestamp:
                 _tags_code(topic, properties, store_timestamp, delay_table))
+
+
+def arrivals(requests):
+    """What Java's ``MessageArrivingListener.arriving`` is told of each of ``requests``
+    (tuples in ``DispatchRequest`` order): ``(topic, queue_id, max_offset, tags_code,
+    store_timestamp, properties)``, where ``max_offset`` is the queue offset + 1."""
+    for (topic, queue_id, _, _, tags_code, store_timestamp, queue_offset, _, _, _, _,
+         properties) in requests:
+        yield topic, queue_id, queue_offset + 1, tags_code, store_timestamp, properties
 
 
 def consume_queue_runs(requests):

@@ -70,3 +70,26 @@ def test_stop_answers_everything_parked():
     service.suspend_pull_request("T", 0, PullRequest("a", None, 15_000, 0, 0))
     service.stop()
     assert len(woken) == 1 and not clock.getDelayedCalls()
+
+
+def dispatched(topic, queue_id, queue_offset, tags_code=0):
+    """A dispatch request tuple (``DispatchRequest`` order) as the store hands it over."""
+    return (topic, queue_id, 0, 100, tags_code, 1000, queue_offset, "", None, 0, 0, {})
+
+
+def test_a_dispatched_batch_wakes_the_pulls_parked_on_its_queues():
+    clock, store, woken, service = make()
+    tagged = PullRequest("a", None, 15_000, 0, 3, message_filter=lambda code: code == 7)
+    other_queue = PullRequest("b", None, 15_000, 0, 0)
+    service.suspend_pull_request("T", 0, tagged)
+    service.suspend_pull_request("T", 1, other_queue)
+    service.notify_dispatched([dispatched("T", 0, 3, tags_code=8), dispatched("U", 0, 9)])
+    assert woken == []  # offset 3 is past the pull, but its filter refuses tag 8
+    service.notify_dispatched([dispatched("T", 0, 4, tags_code=7), dispatched("T", 1, 0)])
+    assert woken == [tagged, other_queue]
+
+
+def test_a_dispatched_batch_with_nothing_parked_reads_no_request():
+    clock, store, woken, service = make()
+    service.notify_dispatched([object()])  # not even unpacked
+    assert woken == []

@@ -8,7 +8,7 @@ from twisted.internet import defer
 from rmqproto.codec import consumequeue, indexfile, message as msg
 from rmqproto.codec.javalang import masked_crc32
 from rmqproto.codec.storefile import offset_to_file_name
-from rmqproto.store.dispatch import SCHEDULE_TOPIC
+from rmqproto.store.dispatch import SCHEDULE_TOPIC, arrivals
 from rmqproto.store.interfaces import IMessageStore
 from rmqproto.store.results import GetMessageStatus as G, PutMessageStatus as S
 from store_support import STORE_HOST, ManualRunner, put, record
@@ -481,12 +481,27 @@ def test_runtime_info_has_java_keys(stores):
     assert info["dispatchBehindBytes"] == "0"
 
 
-def test_message_arriving_listener(stores):
+def test_dispatch_listeners_get_each_dispatched_batch(stores):
     store = stores.open()
     seen = []
-    store.message_arriving_listeners.append(lambda *a: seen.append(a[:3]))
+    store.dispatch_listeners.append(
+        lambda requests: seen.append([arrival[:3] for arrival in arrivals(requests)]))
     fill(store, 3, queues=1)
-    assert seen == [("TopicA", 0, 1), ("TopicA", 0, 2), ("TopicA", 0, 3)]
+    assert [a for batch in seen for a in batch] == [("TopicA", 0, 1), ("TopicA", 0, 2),
+                                                    ("TopicA", 0, 3)]
+
+
+def test_a_batch_put_reaches_the_dispatch_listeners_in_one_call(stores):
+    store = stores.open()
+    seen = []
+    store.dispatch_listeners.append(lambda requests: seen.append(list(arrivals(requests))))
+    batch = [record(queue_id=1, TAGS="t%d" % i, UNIQ_KEY="B%d" % i) for i in range(5)]
+    store.put_messages(batch)
+    (arrived,) = seen
+    assert [a[:4] for a in arrived] == [("TopicA", 1, i + 1, msg.tags_code("t%d" % i))
+                                        for i in range(5)]
+    assert [a[5]["UNIQ_KEY"] for a in arrived] == ["B%d" % i for i in range(5)]
+    assert len({a[4] for a in arrived}) == 1  # one store timestamp
 
 
 def test_a_second_process_cannot_open_a_running_store(stores):

@@ -5,7 +5,8 @@ keeps ``(physical offset, size, tags code)`` units, as a consume queue does. The
 own pure rules decide what is stored where: a ``DELAY`` level moves a message (not a
 batch message) to ``SCHEDULE_TOPIC_XXXX`` (``to_schedule_topic``); a batch message keeps
 the stored properties string of Java's batch rule; the tags code is the dispatcher's
-(``tags_code_of``: the delivery time in the schedule topic). ``get_message`` answers
+(``dispatch_request``: the delivery time in the schedule topic), and each put's request is
+handed to the ``dispatch_listeners``. ``get_message`` answers
 Java's statuses (reference §2.3); nothing waits for a flush.
 
 Knobs: ``put_status`` (every put answers it; the stored statuses still store),
@@ -20,7 +21,7 @@ from zope.interface import implementer
 from rmqproto.codec.message import decode_record, encode_record
 from rmqproto.store.config import STORE_SETTINGS
 from rmqproto.store.defaultstore import to_schedule_topic
-from rmqproto.store.dispatch import parse_delay_levels, tags_code_of
+from rmqproto.store.dispatch import dispatch_request, parse_delay_levels
 from rmqproto.store.interfaces import IMessageStore
 from rmqproto.store.results import (
     AppendMessageResult, AppendMessageStatus, GetMessageResult, GetMessageStatus as G,
@@ -46,7 +47,7 @@ class FakeStore:
         self.log = bytearray()
         self.queues = {}  # (topic, queue_id) -> [(physical offset, size, tags code)]
         self.min_offsets = {}  # (topic, queue_id) -> logical offset of the first unit
-        self.message_arriving_listeners = []
+        self.dispatch_listeners = []
         self.put_status = None
         self.suggest_slave = False
         self.puts = []
@@ -104,12 +105,11 @@ class FakeStore:
         record.store_size = None
         raw = encode_record(record, getattr(record, "stored_properties", None))
         self.log += raw
-        tags_code = tags_code_of(record, self.delay_table)
-        queue.append((record.commit_log_offset, len(raw), tags_code))
+        request = dispatch_request(record, self.delay_table)
+        queue.append((record.commit_log_offset, len(raw), request.tags_code))
         self.puts.append(record)
-        for listener in self.message_arriving_listeners:
-            listener(record.topic, record.queue_id, record.queue_offset + 1, tags_code,
-                     record.store_timestamp, record.properties)
+        for listener in self.dispatch_listeners:
+            listener([request])
 
     # ------------------------------------------------------------ reading
 

@@ -168,15 +168,11 @@ class ConsumeProcessor:
         self.lock_manager = RebalanceLockManager(int(self.config.get(
             LOCK_MAX_LIVE_TIME_SETTING, REBALANCE_LOCK_MAX_LIVE_TIME)))
         controller.pull_request_hold_service = self.hold_service
-        listeners = getattr(controller.store, "message_arriving_listeners", None)
+        listeners = getattr(controller.store, "dispatch_listeners", None)
         if listeners is not None:
-            listeners.append(self._message_arriving)
+            listeners.append(self.hold_service.notify_dispatched)
         controller.rebalance_lock_manager = self.lock_manager
         self._persist_offsets = None
-
-    def _message_arriving(self, topic, queue_id, max_offset, tags_code, *details):
-        """The store's arriving listener: wake the pulls parked on that queue."""
-        self.hold_service.notify_message_arriving(topic, queue_id, max_offset, tags_code)
 
     def setting(self, name, default):
         return self.config.get(name, default)
