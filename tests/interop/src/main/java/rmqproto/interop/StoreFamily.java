@@ -407,6 +407,9 @@ final class StoreFamily implements Main.Family {
         config.setMaxIndexNum(INDEX_NUM);
         config.setHaListenPort(0);
         config.setFlushIntervalCommitLog(50);
+        // every commit-log flush thorough: only those record the store time the checkpoint
+        // takes, and the first one may come before any put on a busy machine
+        config.setFlushCommitLogThoroughInterval(0);
         config.setFlushIntervalConsumeQueue(50);
         return config;
     }
