@@ -1228,32 +1228,46 @@ masked_crc32(PyObject *body)
     return crc & 0x7FFFFFFF;
 }
 
-/* Set the four fields the encoding fills in; the offsets are given as objects for the
- * first record (the arguments, as Python stores them) and as NULL for the others. */
+/* Set the four fields the encoding fills in. */
 static int
 set_stored_fields(PyObject *record, PyObject *store_timestamp, int64_t crc,
-                  PyObject *offset_object, int64_t offset, PyObject *queue_offset_object,
-                  int64_t queue_offset)
+                  PyObject *offset, PyObject *queue_offset)
 {
     PyObject *values[FIELD_COUNT] = {NULL};
     static const int fields[] = {F_STORE_TIMESTAMP, F_BODY_CRC, F_COMMIT_LOG_OFFSET,
                                  F_QUEUE_OFFSET};
-    values[F_STORE_TIMESTAMP] = Py_NewRef(store_timestamp);
-    values[F_BODY_CRC] = PyLong_FromLongLong(crc);
-    values[F_COMMIT_LOG_OFFSET] = offset_object != NULL ? Py_NewRef(offset_object)
-        : PyLong_FromLongLong(offset);
-    values[F_QUEUE_OFFSET] = queue_offset_object != NULL ? Py_NewRef(queue_offset_object)
-        : PyLong_FromLongLong(queue_offset);
-    int failed = values[F_BODY_CRC] == NULL || values[F_COMMIT_LOG_OFFSET] == NULL
-        || values[F_QUEUE_OFFSET] == NULL || set_fields(record, fields, COUNT(fields), values);
-    for (int i = 0; i < COUNT(fields); i++)
-        Py_XDECREF(values[fields[i]]);
+    values[F_STORE_TIMESTAMP] = store_timestamp;
+    values[F_COMMIT_LOG_OFFSET] = offset;
+    values[F_QUEUE_OFFSET] = queue_offset;
+    if ((values[F_BODY_CRC] = PyLong_FromLongLong(crc)) == NULL)
+        return -1;
+    int failed = set_fields(record, fields, COUNT(fields), values);
+    Py_DECREF(values[F_BODY_CRC]);
     return failed ? -1 : 0;
+}
+
+/* A stored record's dispatch fields, in the order of
+ * rmqproto.codec.message.DISPATCH_FIELDS, or NULL with an error set. */
+static PyObject *
+stored_dispatch_fields(PyObject *record, const SharedFields *shared, PyObject *store_timestamp,
+                       PyObject *offset, PyObject *queue_offset, int64_t size)
+{
+    PyObject *properties = PyObject_GetAttr(record, FIELD[F_PROPERTIES]);
+    if (properties == NULL)
+        return NULL;
+    PyObject *size_object = PyLong_FromLongLong(size);
+    PyObject *fields = size_object == NULL ? NULL : PyTuple_Pack(
+        9, shared->values[F_TOPIC], shared->values[F_QUEUE_ID], queue_offset, offset,
+        shared->values[F_SYS_FLAG], store_timestamp, shared->values[F_PREPARED], properties,
+        size_object);
+    Py_DECREF(properties);
+    Py_XDECREF(size_object);
+    return fields;
 }
 
 PyDoc_STRVAR(encode_stored_batch_doc,
 "encode_stored_batch(records, properties, store_timestamp, commit_log_offset, queue_offset)\n"
-"    -> (bytes, ids) or None\n\n"
+"    -> (bytes, ids, dispatch fields) or None\n\n"
 "rmqproto.codec.message.python_encode_stored_batch for a batch whose records all share\n"
 "the first one's topic (at most 127 UTF-8 bytes), queue, sys flag, born and store hosts\n"
 "(IPv4), born timestamp, reconsume times, prepared offset and version-1 magic code, with\n"
@@ -1279,7 +1293,8 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     SharedFields shared = {{NULL}};
-    PyObject *result = NULL, *data = NULL, *ids = NULL;
+    PyObject *result = NULL, *data = NULL, *ids = NULL, *dispatch = NULL;
+    PyObject *offset_object = NULL, *queue_offset_object = NULL;
     int64_t *flags = NULL;
     PyObject **bodies = NULL;
     int shares = 0;
@@ -1320,7 +1335,8 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         total += size;
     }
     /* second pass: encode, and fill in what the encoding gives each record */
-    if ((data = PyBytes_FromStringAndSize(NULL, total)) == NULL || (ids = PyList_New(n)) == NULL)
+    if ((data = PyBytes_FromStringAndSize(NULL, total)) == NULL || (ids = PyList_New(n)) == NULL
+            || (dispatch = PyList_New(n)) == NULL)
         goto decided;
     unsigned char *p = (unsigned char *)PyBytes_AS_STRING(data);
     int64_t offset = begin_offset;
@@ -1337,13 +1353,25 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (id == NULL)
             goto decided;
         PyList_SET_ITEM(ids, i, id);
-        if (set_stored_fields(record, args[2], crc, i == 0 ? args[3] : NULL, offset,
-                              i == 0 ? args[4] : NULL, begin_queue_offset + i) < 0)
+        /* the first record's offsets are the arguments, as Python stores them */
+        offset_object = i == 0 ? Py_NewRef(args[3]) : PyLong_FromLongLong(offset);
+        queue_offset_object = i == 0 ? Py_NewRef(args[4])
+            : PyLong_FromLongLong(begin_queue_offset + i);
+        if (offset_object == NULL || queue_offset_object == NULL
+                || set_stored_fields(record, args[2], crc, offset_object,
+                                     queue_offset_object) < 0)
             goto decided;
+        PyObject *fields = stored_dispatch_fields(record, &shared, args[2], offset_object,
+                                                  queue_offset_object, size);
+        if (fields == NULL)
+            goto decided;
+        PyList_SET_ITEM(dispatch, i, fields);
+        Py_CLEAR(offset_object);
+        Py_CLEAR(queue_offset_object);
         offset += size;
         p += size;
     }
-    result = PyTuple_Pack(2, data, ids);
+    result = PyTuple_Pack(3, data, ids, dispatch);
     goto decided;
 not_shared:
     if (shares < 0)
@@ -1359,6 +1387,9 @@ decided:
     PyMem_Free(flags);
     Py_XDECREF(data);
     Py_XDECREF(ids);
+    Py_XDECREF(dispatch);
+    Py_XDECREF(offset_object);
+    Py_XDECREF(queue_offset_object);
     clear_shared(&shared);
     Py_DECREF(records);
     Py_DECREF(properties);

@@ -259,8 +259,8 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         begin_offset = mapped.file_from_offset + mapped.wrote_position
         begin_queue_offset = self.topic_queue_table.get(key, 0)
-        data, ids = msg.encode_stored_batch(records, properties, store_timestamp, begin_offset,
-                                            begin_queue_offset)
+        data, ids, dispatch_fields = msg.encode_stored_batch(
+            records, properties, store_timestamp, begin_offset, begin_queue_offset)
         if len(data) != total:
             raise CodecError("a batch of %d bytes was checked as %d" % (len(data), total))
         mapped.append(data)
@@ -268,7 +268,7 @@ class CommitLog:
         self.topic_queue_table[key] = begin_queue_offset + len(records)
         return AppendMessageResult(
             AppendMessageStatus.PUT_OK, begin_offset, total, ",".join(ids), store_timestamp,
-            begin_queue_offset, len(records))
+            begin_queue_offset, len(records), dispatch_fields)
 
     def append_data(self, start_offset, data):
         """``appendData`` (an HA slave): raw bytes at exactly ``start_offset``, the current end

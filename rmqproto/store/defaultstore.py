@@ -484,7 +484,7 @@ class DefaultMessageStore:
         if at_head:
             if result.wrote_offset != before:
                 self.reput.skip_blank(before)
-            self.reput.dispatch_records(records)
+            self.reput.dispatch_records(records, result.dispatch_fields)
         else:
             self.reput.do_reput()
         self.stats.put(len(records), result.wrote_bytes)

@@ -170,9 +170,13 @@ class ReputService:
         """``dispatchBehindBytes``."""
         return self.commit_log.max_offset - self.reput_from_offset
 
-    def dispatch_records(self, records):
-        """Dispatch records just appended at ``reput_from_offset`` (no re-read needed)."""
-        self.dispatch(requests_of_fields(map(_fields_of, records), self.delay_table))
+    def dispatch_records(self, records, fields=None):
+        """Dispatch records just appended at ``reput_from_offset`` (no re-read needed);
+        ``fields``: their :data:`~rmqproto.codec.message.DISPATCH_FIELDS` if the append gave
+        them, else they are read from the records."""
+        if fields is None:
+            fields = map(_fields_of, records)
+        self.dispatch(requests_of_fields(fields, self.delay_table))
         last = records[-1]
         self.reput_from_offset = last.commit_log_offset + last.store_size
 

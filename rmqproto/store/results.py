@@ -57,14 +57,16 @@ class AppendMessageResult:
 
     ``msg_id`` is the offset message id (comma-joined for a batch), ``wrote_offset``
     the commit-log offset of the first record, ``wrote_bytes`` all bytes written,
-    ``logics_offset`` the consume-queue offset of the first message.
+    ``logics_offset`` the consume-queue offset of the first message. ``dispatch_fields``:
+    the records' :data:`~rmqproto.codec.message.DISPATCH_FIELDS` when the append has
+    them at hand (a batch), else None.
     """
 
     __slots__ = ("status", "wrote_offset", "wrote_bytes", "msg_id", "store_timestamp",
-                 "logics_offset", "msg_num")
+                 "logics_offset", "msg_num", "dispatch_fields")
 
     def __init__(self, status, wrote_offset=0, wrote_bytes=0, msg_id=None, store_timestamp=0,
-                 logics_offset=0, msg_num=1):
+                 logics_offset=0, msg_num=1, dispatch_fields=None):
         self.status = status
         self.wrote_offset = wrote_offset
         self.wrote_bytes = wrote_bytes
@@ -72,6 +74,7 @@ class AppendMessageResult:
         self.store_timestamp = store_timestamp
         self.logics_offset = logics_offset
         self.msg_num = msg_num
+        self.dispatch_fields = dispatch_fields
 
     def __repr__(self):
         return "AppendMessageResult(%s, wrote_offset=%d, wrote_bytes=%d, msg_id=%r)" % (

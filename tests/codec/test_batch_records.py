@@ -102,7 +102,7 @@ def test_stored_batch_writes_javas_strings(items, batch_properties, store_timest
     prototype = m.MessageRecord("T", queue_id=1, born_host=("10.0.0.1", 5), body_crc=0)
     records = m.decode_batch_records(data, batch_properties, prototype)
     expected = _expected(data, batch_properties, prototype)
-    stored, ids = m.encode_stored_batch(records, [p for _, p in expected], store_timestamp,
+    stored, ids, _ = m.encode_stored_batch(records, [p for _, p in expected], store_timestamp,
                                         offset, 7)
     parts = []
     for record in records:

@@ -482,8 +482,11 @@ def test_encode_stored_batch_of_usual_batches():
     for count in (1, 2, 5):
         records, props = _usual_batch(count)
         assert speedups.encode_stored_batch(copy.deepcopy(records), props, 7, 100, 3) is not None
-        data, ids = _same_stored_batch(records, props, 7, 100, 3)
+        data, ids, fields = _same_stored_batch(records, props, 7, 100, 3)
         assert len(ids) == count and ids[0] == "05060708000000090000000000000064"
+        assert [f[2:4] for f in fields] == [(r.queue_offset, r.commit_log_offset)
+                                            for r in records]
+        assert fields[0][3] == 100 and sum(f[8] for f in fields) == len(data)
     records, props = _usual_batch(2)
     assert speedups.encode_stored_batch(records, props, 7, 0, _INT64_MAX - 2) is not None
     assert records[-1].queue_offset == _INT64_MAX - 1

@@ -1,5 +1,6 @@
 """encode_stored_batch: a batch encoded in one pass is byte for byte what encode_record writes
-for each of its records in turn, with the same offsets, CRCs and message ids."""
+for each of its records in turn, with the same offsets, CRCs and message ids, and hands back
+each record's dispatch fields as the dispatcher would read them from those bytes."""
 
 import copy
 
@@ -40,7 +41,8 @@ def test_stored_batch_equals_record_by_record(records, store_timestamp, offset, 
     expected = copy.deepcopy(records)
     properties = [m.properties_to_string(r.properties).encode("utf-8", "surrogateescape")
                   for r in records]
-    data, ids = m.encode_stored_batch(records, properties, store_timestamp, offset, queue_offset)
+    data, ids, dispatch = m.encode_stored_batch(records, properties, store_timestamp, offset,
+                                                queue_offset)
     parts, expected_ids = [], []
     for i, record in enumerate(expected):
         record.store_timestamp = store_timestamp
@@ -53,3 +55,8 @@ def test_stored_batch_equals_record_by_record(records, store_timestamp, offset, 
     assert data == b"".join(parts)
     assert ids == expected_ids
     assert [r.fields() for r in records] == [r.fields() for r in expected]
+    starts = [r.commit_log_offset - expected[0].commit_log_offset for r in expected]
+    assert [f[:7] + f[8:] for f in dispatch] == [
+        (r.topic,) + d[1:7] + d[8:] for r, d in
+        zip(records, (m.decode_dispatch_fields(data, start) for start in starts))]
+    assert all(f[7] is r.properties for f, r in zip(dispatch, records))
