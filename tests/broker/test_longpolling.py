@@ -3,6 +3,7 @@
 from twisted.internet.task import Clock
 
 from rmqproto.broker.longpolling import PullRequest, PullRequestHoldService, PullRequestTable
+from rmqproto.store.dispatch import DispatchRequest
 
 
 def test_table_due_rules():
@@ -73,8 +74,9 @@ def test_stop_answers_everything_parked():
 
 
 def dispatched(topic, queue_id, queue_offset, tags_code=0):
-    """A dispatch request tuple (``DispatchRequest`` order) as the store hands it over."""
-    return (topic, queue_id, 0, 100, tags_code, 1000, queue_offset, "", None, 0, 0, {})
+    """A dispatch request as the store hands it over."""
+    return DispatchRequest(topic, queue_id, 0, 100, tags_code, 1000, queue_offset, "", None, 0,
+                           0, {})
 
 
 def test_a_dispatched_batch_wakes_the_pulls_parked_on_its_queues():
