@@ -12,7 +12,6 @@ from functools import lru_cache
 
 from rmqproto.codec import message as msg
 from rmqproto.codec.headers import Field
-from rmqproto.codec.javalang import masked_crc32
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store.mappedfile import MappedFileQueue
@@ -221,51 +220,31 @@ class CommitLog:
             mapped = self.queue.last_mapped_file(0)
         return mapped
 
-    def _next_queue_offset(self, record):
-        return self.topic_queue_table.get((record.topic, record.queue_id), 0)
-
-    def append(self, record, store_timestamp, properties):
-        """Append one record that passed :func:`check_message` (``properties``: the string
-        it encoded); fills in its offsets, store timestamp and body CRC."""
-        record.store_timestamp = store_timestamp
-        record.body_crc = masked_crc32(record.body)
-        is_consumable = consumable(record.sys_flag)
-        key = (record.topic, record.queue_id)
-        queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
-        length = record.store_size
-        mapped = self._file_for(length)
-        if mapped is None:
-            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        offset = mapped.file_from_offset + mapped.wrote_position
-        record.commit_log_offset = offset
-        record.queue_offset = queue_offset
-        mapped.append(msg.encode_record(record, properties))
-        mapped.store_timestamp = store_timestamp
-        if is_consumable:
-            self.topic_queue_table[key] = queue_offset + 1
-        return AppendMessageResult(
-            AppendMessageStatus.PUT_OK, offset, length,
-            msg.create_message_id(record.store_host, offset), store_timestamp, queue_offset)
-
-    def append_batch(self, records, store_timestamp, properties):
-        """Append records of one queue that passed :func:`check_batch` (``properties``: the
-        strings it encoded) contiguously (one segment, consecutive queue offsets), encoded
-        in one pass (:func:`~rmqproto.codec.message.encode_stored_batch`) and copied into
-        the segment at once."""
-        key = (records[0].topic, records[0].queue_id)
+    def append(self, records, store_timestamp, properties):
+        """Append records of one queue that passed :func:`check_message` or
+        :func:`check_batch` (``properties``: the strings it encoded) contiguously (one
+        segment, consecutive queue offsets), encoded in one pass
+        (:func:`~rmqproto.codec.message.encode_stored_batch`) and copied into the segment at
+        once; each record gets its offsets, store timestamp and body CRC. A record that is
+        not consumable (a prepared or rolled-back transaction, only ever alone) gets queue
+        offset 0 and leaves the queue's counter as it is, as Java's ``doAppend``."""
+        first = records[0]
+        key = (first.topic, first.queue_id)
         total = sum([r.store_size for r in records])
         mapped = self._file_for(total)
         if mapped is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         begin_offset = mapped.file_from_offset + mapped.wrote_position
-        begin_queue_offset = self.topic_queue_table.get(key, 0)
+        is_consumable = consumable(first.sys_flag)
+        begin_queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
         data, ids, dispatch_fields = msg.encode_stored_batch(
             records, properties, store_timestamp, begin_offset, begin_queue_offset)
         if len(data) != total:
-            raise CodecError("a batch of %d bytes was checked as %d" % (len(data), total))
+            raise CodecError("records of %d bytes were checked as %d" % (len(data), total))
         mapped.append(data)
         mapped.store_timestamp = store_timestamp
-        self.topic_queue_table[key] = begin_queue_offset + len(records)
+        if is_consumable:
+            self.topic_queue_table[key] = begin_queue_offset + len(records)
         return AppendMessageResult(
             AppendMessageStatus.PUT_OK, begin_offset, total, ",".join(ids), store_timestamp,
             begin_queue_offset, len(records), dispatch_fields)

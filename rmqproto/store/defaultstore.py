@@ -452,8 +452,7 @@ class DefaultMessageStore:
             status, properties = check_message(record, self.config["maxMessageSize"])
         if status is not PutMessageStatus.PUT_OK:
             return self._refused(status)
-        return self._append([record], lambda now: self.commit_log.append(record, now, properties),
-                            wait_store_msg_ok)
+        return self._append([record], [properties], wait_store_msg_ok)
 
     def put_messages(self, records, wait_store_msg_ok=True):
         """See :class:`IMessageStore`; a failed Deferred (CodecError) where Java's batch encoder
@@ -469,16 +468,14 @@ class DefaultMessageStore:
                 return defer.fail()
         if status is not PutMessageStatus.PUT_OK:
             return self._refused(status)
-        return self._append(
-            records, lambda now: self.commit_log.append_batch(records, now, properties),
-            wait_store_msg_ok)
+        return self._append(records, properties, wait_store_msg_ok)
 
-    def _append(self, records, append, wait):
-        """Run ``append(now)`` (a commit-log append of ``records``), dispatch what it wrote
-        and start the waits."""
+    def _append(self, records, properties, wait):
+        """Append ``records`` that passed the checks (``properties``: the strings they
+        measured) to the commit log, dispatch what it wrote and start the waits."""
         before = self.commit_log.max_offset
         at_head = self.reput.reput_from_offset == before
-        result = append(self.now())
+        result = self.commit_log.append(records, self.now(), properties)
         if result.status is not AppendMessageStatus.PUT_OK:
             return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
         if at_head:

@@ -170,12 +170,10 @@ class ReputService:
         """``dispatchBehindBytes``."""
         return self.commit_log.max_offset - self.reput_from_offset
 
-    def dispatch_records(self, records, fields=None):
-        """Dispatch records just appended at ``reput_from_offset`` (no re-read needed);
-        ``fields``: their :data:`~rmqproto.codec.message.DISPATCH_FIELDS` if the append gave
-        them, else they are read from the records."""
-        if fields is None:
-            fields = map(_fields_of, records)
+    def dispatch_records(self, records, fields):
+        """Dispatch records just appended at ``reput_from_offset`` from their
+        :data:`~rmqproto.codec.message.DISPATCH_FIELDS` as the append gave them (no
+        re-read needed)."""
         self.dispatch(requests_of_fields(fields, self.delay_table))
         last = records[-1]
         self.reput_from_offset = last.commit_log_offset + last.store_size
