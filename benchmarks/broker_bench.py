@@ -14,9 +14,11 @@ its own topics of 8 queues. Two load generators drive them in turn:
 Workloads: sends of 128 B and 1 KiB bodies at 1, 8 and 32 producer threads; batch sends
 (32 messages a request, 8 threads); consuming a backlog of 128 B messages from its first
 offset. For every workload, client and broker a run warms up, then measures messages/s,
-the mean and max latency of a send, the CPU the broker used ("CPU", in cores) and what
-everything else on the machine used ("other load": well above 0 means a disturbed run,
-which is run again, up to three times ``--repeat`` runs; the fastest run counts).
+the mean and max latency of a send, the CPU the broker used ("CPU", in cores), the CPU the
+load generator used ("gen CPU": near 1.00 on its own core means the generator, not the
+broker, set the pace) and what everything else on the machine used ("other load": well
+above 0 means a disturbed run, which is run again, up to three times ``--repeat`` runs;
+the fastest run counts).
 
 On a machine with two or more CPUs the brokers are pinned to CPU 0 and the load generators
 to CPU 1 (``--no-pin`` lets the scheduler place them): the brokers are compared per core.
@@ -369,6 +371,11 @@ def _ms(figures, key):
     return "-" if key not in figures else "%.2f" % (figures[key] / 1000)
 
 
+def _cores(figures, key):
+    """CPU seconds of ``key`` over the measured window, in cores."""
+    return "%.2f" % (figures[key] / figures["window_s"])
+
+
 def table(results, markdown=False):
     rows = []
     for workload, by_loader in results.items():
@@ -377,15 +384,16 @@ def table(results, markdown=False):
             row = [workload, loader]
             for figures in (ours, java):
                 if figures is None:
-                    row += ["-"] * 4
+                    row += ["-"] * 5
                     continue
                 row += [rate(figures["tps"]), _ms(figures, "mean_us"), _ms(figures, "max_us"),
-                        "%.2f" % (figures["server_cpu_s"] / figures["window_s"])]
+                        _cores(figures, "server_cpu_s"), _cores(figures, "generator_cpu_s")]
             row.append(ratio(ours and ours["tps"], java and java["tps"]))
             row.append("%.2f" % max(f["other_cores"] for f in (ours, java) if f))
             rows.append(row)
     headers = ["workload", "client", "ours msg/s", "ours avg ms", "ours max ms", "ours CPU",
-               "Java msg/s", "Java avg ms", "Java max ms", "Java CPU", "ours/Java", "other load"]
+               "ours gen CPU", "Java msg/s", "Java avg ms", "Java max ms", "Java CPU",
+               "Java gen CPU", "ours/Java", "other load"]
     return format_table(headers, rows, markdown)
 
 
