@@ -21,7 +21,7 @@ import pytest
 from twisted.internet.task import Clock
 
 from rmqproto.codec import consumequeue as cq
-from rmqproto.codec.checkpoint import decode_checkpoint
+from rmqproto.codec.checkpoint import decode_checkpoint, encode_checkpoint
 from rmqproto.codec import message as msg
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.message import MessageRecord
@@ -185,8 +185,17 @@ def write_commit_log(root, offset, data):
 
 def drop_unflushed_units(root, check):
     """Zero the TOPIC units of records stored after the checkpoint's consume-queue time, as
-    if their pages had not been written back; how many."""
-    logics = decode_checkpoint((root / "checkpoint").read_bytes()).logics_msg_timestamp
+    if their pages had not been written back; how many.
+
+    Any checkpoint write (an index flush's too) takes the newest dispatch's time, so the
+    killed broker may have left none after it: the checkpoint is then taken back to just
+    before the last record's time, as if its own page had not been written back either."""
+    checkpoint = decode_checkpoint((root / "checkpoint").read_bytes())
+    last = max(record.store_timestamp for record in check.records.values())
+    if checkpoint.logics_msg_timestamp >= last:
+        checkpoint = checkpoint._replace(logics_msg_timestamp=last - 1)
+        (root / "checkpoint").write_bytes(encode_checkpoint(checkpoint))
+    logics = checkpoint.logics_msg_timestamp
     dropped = 0
     for queue_id in range(QUEUES):
         units = check.queues[TOPIC, queue_id]
