@@ -28,6 +28,7 @@ __all__ = [
     "FRAME", "BINARY_HEADER", "MAX_FRAME_LENGTH", "SERIALIZE_JSON", "SERIALIZE_ROCKETMQ",
     "FLAG_RESPONSE", "FLAG_ONEWAY", "LANGUAGE_CODES", "RemotingCommand",
     "encode_frame", "decode_frame", "FrameDecoder", "parse_frame_declared", "build_frame_declared",
+    "JsonResponseTemplate",
 ]
 
 SERIALIZE_JSON = 0
@@ -372,6 +373,41 @@ def encode_frame(cmd):
         raise CodecError("header of %d bytes exceeds the 24-bit header length" % len(header))
     return b"".join((_PREFIX.pack(4 + len(header) + len(body),
                                   (cmd.serialize_type << 24) | len(header)), header, body))
+
+
+class JsonResponseTemplate:
+    """Whole frames of JSON responses without a body or remark that differ only in their
+    code, opaque and some ``extFields`` values: what :func:`encode_frame` writes for them,
+    made by ``str.format`` of a header it wrote once with markers where those go.
+
+    ``ext_fields`` gives the keys in their order and the constant values; the keys in
+    ``varying`` take their values from :meth:`frame`, in that order. ``version`` and
+    ``language`` are the responder's. The values go into the JSON as they are, so they must
+    be text JSON writes unescaped: ints, and strings of ASCII letters, digits and ``,``
+    (message ids).
+    """
+
+    _CODE, _OPAQUE = -7654321987, -7654321986  # markers no real value takes
+
+    def __init__(self, ext_fields, varying, version, language="JAVA"):
+        slots = {key: "~slot%d~" % i for i, key in enumerate(varying)}
+        cmd = RemotingCommand(self._CODE, opaque=self._OPAQUE, flag=FLAG_RESPONSE,
+                              ext_fields=dict(ext_fields, **slots), language=language,
+                              version=version, serialize_type=SERIALIZE_JSON)
+        text = fastjson_json_header(cmd).decode("utf-8").replace("{", "{{").replace("}", "}}")
+        markers = [(str(self._CODE), "{0:d}"), (str(self._OPAQUE), "{1:d}")]
+        markers += [('"%s"' % slot, '"{%d}"' % (2 + i)) for i, slot in enumerate(slots.values())]
+        for marker, field in markers:
+            if text.count(marker) != 1:
+                raise CodecError("a constant of the response template holds a marker")
+            text = text.replace(marker, field)
+        self._format = text
+
+    def frame(self, code, opaque, *values):
+        """The whole frame (length prefix included) of the response with ``code`` to the
+        request with ``opaque``, ``values`` those of the ``varying`` keys."""
+        header = self._format.format(code, opaque, *values).encode()
+        return _PREFIX.pack(4 + len(header), len(header)) + header
 
 
 def decode_frame(frame):

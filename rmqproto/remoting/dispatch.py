@@ -3,7 +3,10 @@
 A *processor* is any callable ``processor(request, context)`` taking the request
 :class:`~rmqproto.codec.frame.RemotingCommand` and a :class:`RequestContext`, and
 returning a response command, a ``Deferred`` firing with one (long polling,
-replication waits), or ``None`` (no answer). A processor may also have a
+replication waits), or ``None`` (no answer). A response may also come as the whole
+frame (``bytes``), written by the processor under the rules below (a
+:class:`~rmqproto.codec.frame.JsonResponseTemplate` with the dispatcher's ``version``
+and the request's opaque): it is sent as it is. A processor may also have a
 ``reject_request()`` method; when it returns true the request is refused with
 ``SYSTEM_BUSY`` (Java's ``NettyRequestProcessor.rejectRequest``).
 
@@ -125,8 +128,10 @@ class RequestDispatcher:
     def _finish(self, request, response):
         if response is None or request.is_oneway:
             return None
+        if type(response) is bytes:  # the whole frame, written by the processor
+            return response
         if not isinstance(response, RemotingCommand):
-            raise TypeError("processor for request code %d returned %r, not a RemotingCommand"
+            raise TypeError("processor for request code %d returned %r, not a RemotingCommand or a frame"
                             % (request.code, response))
         response.opaque = request.opaque
         response.flag |= FLAG_RESPONSE

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from rmqproto.codec.frame import (
     FLAG_ONEWAY, FLAG_RESPONSE, LANGUAGE_CODES, MAX_FRAME_LENGTH, SERIALIZE_JSON,
-    SERIALIZE_ROCKETMQ, FrameDecoder, RemotingCommand, _orjson_json_header, build_frame_declared,
+    SERIALIZE_ROCKETMQ, FrameDecoder, JsonResponseTemplate, RemotingCommand, _orjson_json_header,
+    build_frame_declared,
     decode_frame, encode_frame, encode_json_header, fastjson_json_header, parse_frame_declared)
 from rmqproto.errors import BadHeaderLengthError, CodecError, FrameTooLargeError
 from support.interop import load_vectors
@@ -160,6 +161,36 @@ def test_json_header_fast_path_serves_plain_answers():
         "msgId": "7F00000100002A9F0000000000001234", "queueId": "3", "queueOffset": "0",
         "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}, remark="a b/c")
     assert _orjson_json_header(answer) == fastjson_json_header(answer)
+
+
+# JSON response templates: the frames encode_frame writes
+
+_HEX_IDS = st.lists(st.text("0123456789ABCDEF", min_size=32, max_size=32), min_size=1,
+                    max_size=3).map(",".join)
+
+
+@settings(max_examples=300)
+@given(constants=st.dictionaries(_TRICKY_TEXT.filter(bool), _TRICKY_TEXT, max_size=3),
+       varying_first=st.booleans(), version=st.integers(0, 2 ** 31 - 1),
+       code=st.integers(-2 ** 31, 2 ** 31 - 1), opaque=st.integers(-2 ** 31, 2 ** 31 - 1),
+       msg_id=_HEX_IDS, queue_id=st.integers(-1, 2 ** 31 - 1), offset=st.integers(0, 2 ** 63 - 1))
+def test_json_response_template_writes_what_encode_frame_writes(
+        constants, varying_first, version, code, opaque, msg_id, queue_id, offset):
+    values = {"queueId": str(queue_id), "msgId": msg_id, "queueOffset": str(offset)}
+    constants = {k: v for k, v in constants.items() if k not in values}
+    ext = dict(values, **constants) if varying_first else dict(constants, **values)
+    template = JsonResponseTemplate(ext, ("msgId", "queueId", "queueOffset"), version)
+    expected = RemotingCommand(code, opaque=opaque, flag=FLAG_RESPONSE, language="JAVA",
+                               version=version, ext_fields={
+                                   k: values.get(k, v) for k, v in ext.items()})
+    assert template.frame(code, opaque, msg_id, queue_id, offset) == encode_frame(expected)
+
+
+def test_json_response_template_refuses_a_constant_that_holds_a_marker():
+    with pytest.raises(CodecError, match="marker"):
+        JsonResponseTemplate({"msgId": "", "region": "~slot0~"}, ("msgId",), 417)
+    with pytest.raises(CodecError, match="marker"):
+        JsonResponseTemplate({"region": str(JsonResponseTemplate._OPAQUE)}, (), 417)
 
 
 # ---------------------------------------------------------------- 5. fuzz

@@ -3,7 +3,8 @@
 from twisted.internet.defer import Deferred
 
 from rmqproto.codec.frame import (
-    FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, decode_frame)
+    FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, JsonResponseTemplate,
+    decode_frame)
 from rmqproto.codec.codes import CURRENT_VERSION, ResponseCode as R
 from rmqproto.remoting.dispatch import RequestContext, RequestDispatcher, exception_remark
 
@@ -56,6 +57,17 @@ def test_processor_exception_is_system_error_with_its_text():
                                       CONTEXT))
     assert (resp.code, resp.opaque, resp.serialize_type) == (R.SYSTEM_ERROR, 8, SERIALIZE_ROCKETMQ)
     assert resp.remark.startswith("KeyError: 'no such topic', broken(test_dispatch.py:")
+
+
+def test_a_frame_the_processor_wrote_is_sent_as_it_is_unless_the_request_is_oneway():
+    dispatcher = RequestDispatcher(version=479)
+    template = JsonResponseTemplate({"queueId": ""}, ("queueId",), dispatcher.version)
+    dispatcher.register(10, lambda req, context: template.frame(R.SUCCESS, req.opaque, 3))
+    frame = dispatcher.dispatch(request(10, opaque=6), CONTEXT)
+    resp = answer(frame)
+    assert (resp.code, resp.opaque, resp.flag, resp.version, resp.ext_fields) == (
+        R.SUCCESS, 6, FLAG_RESPONSE, 479, {"queueId": "3"})
+    assert dispatcher.dispatch(request(10, opaque=7, flag=FLAG_ONEWAY), CONTEXT) is None
 
 
 def test_processor_returning_garbage_is_system_error():

@@ -29,8 +29,9 @@ from rmqproto.broker.topicconfig import (
 )
 from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.topic import PERM_READ, PERM_WRITE, TopicFilterType
-from rmqproto.codec.codes import MQVersion, RequestCode as RC, ResponseCode as R
+from rmqproto.codec.codes import CURRENT_VERSION, MQVersion, RequestCode as RC, ResponseCode as R
 from rmqproto.codec.fastjson import java_hashmap_order
+from rmqproto.codec.frame import SERIALIZE_JSON, JsonResponseTemplate
 from rmqproto.codec.message import (
     MULTI_TAGS_FLAG, PROPERTY_CLUSTER, PROPERTY_MSG_REGION,
     PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TRACE_SWITCH,
@@ -139,8 +140,11 @@ class SendMessageProcessor:
         self.config = controller.config
         self.store_host = store_host(self.config)
         self._answer_templates = {}  # (serialize type, regionId, traceOn) -> extFields
+        self._frame_templates = {}  # (regionId, traceOn) -> JsonResponseTemplate
+        self._version = CURRENT_VERSION  # the dispatcher's, which answers
 
     def register_with(self, dispatcher):
+        self._version = dispatcher.version
         for code in (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE):
             dispatcher.register(int(code), self.process_request)
 
@@ -159,18 +163,33 @@ class SendMessageProcessor:
         """The answer of a stored send (``code`` SUCCESS or a flush / slave status): what
         :meth:`_answer` builds from a ``SendMessageResponseHeader``, from a per-broker
         template of its ``extFields`` (their order depends only on the key set;
-        ``transactionId`` stays null)."""
-        key = (request.serialize_type, self.config["regionId"], self.config["traceOn"])
-        template = self._answer_templates.get(key)
-        if template is None:
-            template = self._answer_templates[key] = h.SendMessageResponseHeader(
-                msg_id="", queue_id=0, queue_offset=0).to_ext_fields(
-                    request.serialize_type, extra=self._response_ext())
-        ext = template.copy()  # the values replaced below keep their places
+        ``transactionId`` stays null). A JSON request's answer is the whole frame, from a
+        :class:`~rmqproto.codec.frame.JsonResponseTemplate` (message ids are hex)."""
+        if request.serialize_type == SERIALIZE_JSON:
+            frames = self._frame_templates.get((self.config["regionId"], self.config["traceOn"]))
+            if frames is None:
+                frames = self._new_frame_template()
+            return frames.frame(code, request.opaque, msg_id, queue_id, queue_offset)
+        ext = self._ext_template(request.serialize_type).copy()  # values below keep their places
         ext["msgId"] = msg_id
         ext["queueId"] = str(queue_id)  # Integer / Long toString
         ext["queueOffset"] = str(queue_offset)
         return request.response(int(code), ext_fields=ext)
+
+    def _ext_template(self, serialize_type):
+        key = (serialize_type, self.config["regionId"], self.config["traceOn"])
+        template = self._answer_templates.get(key)
+        if template is None:
+            template = self._answer_templates[key] = h.SendMessageResponseHeader(
+                msg_id="", queue_id=0, queue_offset=0).to_ext_fields(
+                    serialize_type, extra=self._response_ext())
+        return template
+
+    def _new_frame_template(self):
+        frames = JsonResponseTemplate(self._ext_template(SERIALIZE_JSON),
+                                      ("msgId", "queueId", "queueOffset"), self._version)
+        self._frame_templates[self.config["regionId"], self.config["traceOn"]] = frames
+        return frames
 
     # ------------------------------------------------------------ processing
 
