@@ -131,8 +131,8 @@ class RequestDispatcher:
         if type(response) is bytes:  # the whole frame, written by the processor
             return response
         if not isinstance(response, RemotingCommand):
-            raise TypeError("processor for request code %d returned %r, not a RemotingCommand or a frame"
-                            % (request.code, response))
+            raise TypeError("processor for request code %d returned %r, not a RemotingCommand "
+                            "or a frame" % (request.code, response))
         response.opaque = request.opaque
         response.flag |= FLAG_RESPONSE
         response.serialize_type = request.serialize_type
