@@ -72,8 +72,9 @@ STAGES = [
     ("    index entries (index_entries, C)", *native("index_entries")),
     ("  dispatch listeners (long polling)", "broker/longpolling.py", "notify_dispatched"),
     ("  flush wake-up", "store/flush.py", "wakeup"),
-    ("answer (_put_done: extFields template)", "processors/send.py", "_put_done"),
-    ("response frame encode (encode_frame, orjson)", "codec/frame.py", "encode_frame"),
+    ("answer (_put_done: JsonResponseTemplate, the frame)", "processors/send.py", "_put_done"),
+    ("response frame encode (encode_frame: binary headers, refusals)", "codec/frame.py",
+     "encode_frame"),
 ]
 
 
