@@ -58,8 +58,8 @@ class AppendMessageResult:
     ``msg_id`` is the offset message id (comma-joined for a batch), ``wrote_offset``
     the commit-log offset of the first record, ``wrote_bytes`` all bytes written,
     ``logics_offset`` the consume-queue offset of the first message. ``dispatch_fields``:
-    the records' :data:`~rmqproto.codec.message.DISPATCH_FIELDS` when the append has
-    them at hand (a batch), else None.
+    the written records' :data:`~rmqproto.codec.message.DISPATCH_FIELDS` (None when
+    nothing was written).
     """
 
     __slots__ = ("status", "wrote_offset", "wrote_bytes", "msg_id", "store_timestamp",
