@@ -339,8 +339,10 @@ def run_workloads(brokers, loaders, topics, workloads, loaders_, warmup, seconds
 def best_runs(started, measure, label, repeat, reruns):
     """``{broker: figures}``: the fastest of ``repeat`` runs of each broker, taking turns.
 
-    A run during which other processes used more than ``DISTURBED`` cores is run again,
-    ``reruns`` times at most per broker; with none undisturbed the fastest disturbed one counts.
+    Each turn starts with the next broker, so none always runs first (the first run after
+    a quiet spell can meet a cold page cache and cold guest memory). A run during which
+    other processes used more than ``DISTURBED`` cores is run again, ``reruns`` times at
+    most per broker; with none undisturbed the fastest disturbed one counts.
     """
     runs = {name: [] for name in started}
     turn = 0
@@ -351,7 +353,8 @@ def best_runs(started, measure, label, repeat, reruns):
         if not waiting:
             break
         turn += 1
-        for name in waiting:
+        first = (turn - 1) % len(waiting)
+        for name in waiting[first:] + waiting[:first]:
             figures = measure(*started[name])
             runs[name].append(figures)
             log("%-4s %s, turn %d: %s" % (name, label, turn, _brief(figures)))
