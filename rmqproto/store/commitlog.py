@@ -14,6 +14,7 @@ from rmqproto.codec import message as msg
 from rmqproto.codec.headers import Field
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
+from rmqproto.store.consumequeue import names_a_directory
 from rmqproto.store.mappedfile import MappedFileQueue
 from rmqproto.store.results import AppendMessageResult, AppendMessageStatus, PutMessageStatus
 
@@ -43,10 +44,13 @@ def _properties_bytes(record):
         return None
 
 
+@lru_cache(maxsize=4096)
 def _topic_illegal(topic):
-    """Whether ``topic`` cannot go into a 4.x record: over 127 characters or UTF-8 bytes, or empty."""
+    """Whether ``topic`` cannot go into a 4.x record (over 127 characters or UTF-8 bytes, or
+    empty) or cannot name its consume queue's directory (``.``, ``..``, a ``/`` or a NUL)."""
     raw = _topic_bytes(topic)
-    return len(topic) > MAX_TOPIC_LENGTH or len(raw) > MAX_TOPIC_LENGTH or not raw
+    return (len(topic) > MAX_TOPIC_LENGTH or len(raw) > MAX_TOPIC_LENGTH or not raw
+            or not names_a_directory(topic))
 
 
 def _check_sizes(record, props, overhead, max_message_size):
@@ -79,7 +83,10 @@ def check_message(record, max_message_size):
     status is PUT_OK): topic over 127 characters (or bytes: the 4.x record has a one-byte
     length) or a properties string over 32767 characters is MESSAGE_ILLEGAL, properties
     over 32767 bytes PROPERTIES_SIZE_EXCEEDED, a body over ``maxMessageSize``
-    MESSAGE_ILLEGAL. A message that passes gets the 4.x magic code and its ``store_size``."""
+    MESSAGE_ILLEGAL. Beyond Java, whose dispatch would then fail or nest directories: a
+    topic that cannot name its consume queue's directory (``.``, ``..``, a ``/`` or a NUL,
+    say from a consumer group's retry topic) is MESSAGE_ILLEGAL. A message that passes
+    gets the 4.x magic code and its ``store_size``."""
     if _topic_illegal(record.topic):
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     props = _properties_bytes(record)
@@ -100,8 +107,8 @@ def check_batch(records, max_message_size):
     ``DELAY`` among a message's properties is stored as it is) are MESSAGE_ILLEGAL; where
     Java's encoder throws (batch properties over 32767 bytes, a ``DELAY`` that is not an
     int) this raises :class:`~rmqproto.errors.CodecError`. Beyond Java, which would write a
-    corrupt record: a topic over 127 UTF-8 bytes, records of several queues or none are
-    MESSAGE_ILLEGAL, a stored properties string over 32767 bytes PROPERTIES_SIZE_EXCEEDED.
+    corrupt record: a topic over 127 UTF-8 bytes or one that cannot name a directory (as
+    :func:`check_message`), records of several queues or none are MESSAGE_ILLEGAL, a stored properties string over 32767 bytes PROPERTIES_SIZE_EXCEEDED.
     A :class:`~rmqproto.codec.message.BatchRecord`'s string is the one it was decoded
     with; each record that passes gets the 4.x magic code and its ``store_size``."""
     if not records:

@@ -12,10 +12,16 @@ from rmqproto.codec.consumequeue import (BLANK_UNIT, CQ_STORE_UNIT_SIZE, encode_
                                          mapped_file_size)
 from rmqproto.store.mappedfile import MappedFileQueue
 
-__all__ = ["ConsumeQueue", "valid_prefix_length", "search_offset_by_time"]
+__all__ = ["ConsumeQueue", "valid_prefix_length", "search_offset_by_time", "names_a_directory"]
 
 _UNIT = struct.Struct(">qiq")
 _BLANK = encode_unit(BLANK_UNIT)
+
+
+def names_a_directory(topic):
+    """Whether ``topic`` can name its own directory under ``consumequeue/``: not ``.`` or
+    ``..``, no ``/`` (another directory level) and no NUL (no file name at all)."""
+    return "/" not in topic and "\0" not in topic and topic not in (".", "..")
 
 
 def valid_prefix_length(buffer, size):

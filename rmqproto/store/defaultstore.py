@@ -23,7 +23,7 @@ from rmqproto.errors import CodecError
 from rmqproto.store import recovery
 from rmqproto.store.commitlog import CommitLog, check_batch, check_message, consumable, delay_level
 from rmqproto.store.config import STORE_SETTINGS, store_paths
-from rmqproto.store.consumequeue import ConsumeQueue
+from rmqproto.store.consumequeue import ConsumeQueue, names_a_directory
 from rmqproto.store.dispatch import (SCHEDULE_TOPIC, ReputService, consume_queue_runs,
                                      delay_level_to_queue_id, parse_delay_levels,
                                      requests_of_fields)
@@ -363,10 +363,16 @@ class DefaultMessageStore:
     # ------------------------------------------------------------ consume queues
 
     def find_consume_queue(self, topic, queue_id, create=True):
-        """The queue object (created empty on demand, as Java's ``findConsumeQueue``)."""
+        """The queue object (created empty on demand, as Java's ``findConsumeQueue``); None
+        for a topic that cannot name a directory (only a log written elsewhere holds one:
+        puts refuse it), whose records then stay in the commit log only."""
         queues = self.consume_queue_table.get(topic)
         cq = queues.get(queue_id) if queues else None
         if cq is None and create:
+            if not names_a_directory(topic):
+                log.error("no consume queue for topic {topic!r}: it cannot name a directory",
+                          topic=topic)
+                return None
             cq = ConsumeQueue(topic, queue_id, self.paths["consumequeue"],
                               self.config["mappedFileSizeConsumeQueue"])
             self.consume_queue_table.setdefault(topic, {})[queue_id] = cq
@@ -378,7 +384,9 @@ class DefaultMessageStore:
         the index, the dispatch listeners."""
         runs, store_timestamp = consume_queue_runs(requests)
         for (topic, queue_id), units in runs.items():
-            self.find_consume_queue(topic, queue_id).put_positions(units)
+            cq = self.find_consume_queue(topic, queue_id)
+            if cq is not None:
+                cq.put_positions(units)
         slave = self.config["brokerRole"] == "SLAVE"
         if store_timestamp is not None:
             if slave:

@@ -193,6 +193,20 @@ def test_send_back_to_retry_then_dlq(broker):
     assert response.code == R.SYSTEM_ERROR and response.remark.startswith("look message by offset failed")
 
 
+@pytest.mark.parametrize("group", ["a/b", "a\0b"])
+def test_send_back_of_a_group_whose_retry_topic_cannot_be_stored(broker, group):
+    """Such a retry topic (and its DLQ) cannot name a consume-queue directory and the store
+    refuses it; refused at once, so that it never waits in the delay queue."""
+    stored = put(broker)
+    back = h.ConsumerSendMsgBackRequestHeader(offset=stored.append_result.wrote_offset,
+                                              group=group, delay_level=0, max_reconsume_times=1)
+    puts = len(broker.store.puts)
+    response = broker.call(RC.CONSUMER_SEND_MSG_BACK, back)  # answered at once
+    assert (response.code, response.remark) == (R.SYSTEM_ERROR, "MESSAGE_ILLEGAL")
+    assert len(broker.store.puts) == puts
+    assert broker.topic_config_manager.select_topic_config("%RETRY%" + group) is None
+
+
 def test_consume_stats(broker):
     for _ in range(3):
         put(broker)

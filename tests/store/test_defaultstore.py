@@ -312,6 +312,33 @@ def test_ha_data_and_append_at_exact_offsets(stores, tmp_path):
     slave_stores.close_all()
 
 
+def test_a_log_holding_a_topic_that_cannot_name_a_directory(stores, tmp_path, monkeypatch):
+    """Puts refuse such a topic; a log written elsewhere (here: with the check off) may
+    hold one. Its records stay in the commit log without a consume queue; the dispatch,
+    a slave's replication and a restart go on with every other topic."""
+    master = stores.open()
+    assert put(master, record("%RETRY%a\0b")).status is S.MESSAGE_ILLEGAL
+    assert master.get_max_phy_offset() == 0
+    monkeypatch.setattr("rmqproto.store.commitlog._topic_illegal", lambda topic: False)
+    for topic in ("TopicA", "%RETRY%a\0b", "%RETRY%a/b", "TopicA"):
+        assert put(master, record(topic)).status is S.PUT_OK
+    monkeypatch.undo()
+    slave_stores = type(stores)(tmp_path / "slave")
+    slave = slave_stores.open(brokerRole="SLAVE")
+    assert slave.append_to_commit_log(0, master.get_commit_log_data(0, 1 << 20))
+    while slave.dispatch_behind_bytes():
+        slave_stores.clock.advance(0)
+    for store in (master, slave):
+        assert [r.queue_offset for r in read_queue(store, "TopicA", 0)] == [0, 1]
+        assert store.find_consume_queue("%RETRY%a\0b", 0, create=False) is None
+        assert store.find_consume_queue("%RETRY%a/b", 0, create=False) is None
+        assert not os.path.exists(os.path.join(store.paths["consumequeue"], "%RETRY%a"))
+    slave.shutdown()
+    again = slave_stores.open(brokerRole="SLAVE")
+    assert [r.queue_offset for r in read_queue(again, "TopicA", 0)] == [0, 1]
+    slave_stores.close_all()
+
+
 def test_clean_restart_keeps_everything_and_counters(stores):
     store = stores.open()
     fill(store, 250)

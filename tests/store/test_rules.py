@@ -166,6 +166,17 @@ def test_put_checks():
         msg.properties_to_string(r.properties).encode("utf-8") for r in (checked, record())]
 
 
+@pytest.mark.parametrize("topic", [".", "..", "%RETRY%a/b", "/", "a\0b", "%DLQ%\0"])
+def test_a_topic_that_cannot_name_a_directory_is_illegal(topic):
+    """Its consume queue would nest a directory or have no name (Java's dispatch then fails
+    or its next start cannot load the queue): refused before anything is written."""
+    limit = CONFIG["maxMessageSize"]
+    assert check_message(record(topic=topic), limit) == (S.MESSAGE_ILLEGAL, None)
+    assert check_batch([record(topic=topic)], limit) == (S.MESSAGE_ILLEGAL, None)
+    assert check_message(record(topic=topic.replace("/", "|").replace("\0", "%") + "x"),
+                         limit)[0] is S.PUT_OK
+
+
 def test_batch_checks():
     limit = CONFIG["maxMessageSize"]
     assert check_batch([record(), record()], limit)[0] is S.PUT_OK

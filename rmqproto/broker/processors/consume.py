@@ -36,7 +36,8 @@ from rmqproto.codec.message import (
     PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
     PROPERTY_WAIT_STORE_MSG_OK, MessageRecord,
 )
-from rmqproto.store.results import GetMessageStatus as G
+from rmqproto.store.consumequeue import names_a_directory
+from rmqproto.store.results import GetMessageStatus as G, PutMessageStatus
 
 __all__ = [
     "PULL_COMMIT_OFFSET", "PULL_SUSPEND", "PULL_SUBSCRIPTION", "PULL_CLASS_FILTER",
@@ -470,6 +471,10 @@ class ConsumeProcessor:
             return request.response(R.SUCCESS)
         topics = self.controller.topic_config_manager
         retry = retry_topic(header.group)
+        if not names_a_directory(retry):
+            # the store refuses such a topic (and its DLQ): refused now, as the store would
+            # refuse the DLQ put, rather than waiting in the delay queue and blocking its level
+            return request.response(R.SYSTEM_ERROR, remark=PutMessageStatus.MESSAGE_ILLEGAL.name)
         topic_config = topics.create_topic_in_send_message_back_method(
             retry, group_config.retry_queue_nums, _RW,
             TOPIC_SYS_FLAG_UNIT_SUB if header.unit_mode else 0)
