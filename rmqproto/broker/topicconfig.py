@@ -24,7 +24,8 @@ __all__ = [
     "AUTO_CREATE_TOPIC_KEY_TOPIC", "SCHEDULE_TOPIC", "BENCHMARK_TOPIC", "TRANS_HALF_TOPIC",
     "TRACE_TOPIC", "TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC",
     "OFFSET_MOVED_EVENT", "RETRY_GROUP_TOPIC_PREFIX", "DLQ_GROUP_TOPIC_PREFIX", "REPLY_TOPIC_POSTFIX",
-    "SYSTEM_TOPIC_PREFIX", "TOPIC_MAX_LENGTH", "validate_topic", "is_system_topic",
+    "SYSTEM_TOPIC_PREFIX", "TOPIC_MAX_LENGTH", "MAX_QUEUE_NUMS", "validate_topic",
+    "validate_queue_nums", "is_system_topic",
     "is_not_allowed_send_topic", "retry_topic", "dlq_topic", "TopicConfigManager",
     "topic_config_path", "topic_config_string",
 ]
@@ -67,6 +68,21 @@ def validate_topic(topic):
     if len(topic) > TOPIC_MAX_LENGTH:
         return "The specified topic is longer than topic max length."
     return None
+
+
+#: The most read or write queues UPDATE_AND_CREATE_TOPIC gives a topic. Java takes any int,
+#: and every GET_TOPIC_STATS_INFO and GET_CONSUME_STATS then walks that many queues (a
+#: mistyped count would stall this broker's one reactor thread).
+MAX_QUEUE_NUMS = 65536
+
+
+def validate_queue_nums(read_queue_nums, write_queue_nums):
+    """``None`` when both counts are within 0..:data:`MAX_QUEUE_NUMS`, else the remark of the
+    SYSTEM_ERROR that refuses them (0 is allowed: it is how queues are taken out of use)."""
+    if 0 <= read_queue_nums <= MAX_QUEUE_NUMS and 0 <= write_queue_nums <= MAX_QUEUE_NUMS:
+        return None
+    return ("readQueueNums and writeQueueNums must be within 0..%d, got %d and %d"
+            % (MAX_QUEUE_NUMS, read_queue_nums, write_queue_nums))
 
 
 def is_not_allowed_send_topic(topic):

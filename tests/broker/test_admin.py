@@ -45,6 +45,23 @@ def test_update_and_create_topic_refuses(broker, topic, remark):
     assert (answer.code, answer.remark) == (R.SYSTEM_ERROR, remark)
 
 
+@pytest.mark.parametrize("read, write, ok", [
+    (0, 0, True), (65536, 65536, True), (8, 0, True), (-1, 8, False), (8, 65537, False),
+    (2147483647, 2147483647, False)])
+def test_update_and_create_topic_queue_nums(broker, read, write, ok):
+    """Beyond Java, which takes any int: a count every stats query would walk for ever is
+    refused, and the topic stays as it was."""
+    answer = create_topic(broker, read_queue_nums=read, write_queue_nums=write)
+    if ok:
+        assert answer.code == R.SUCCESS
+        assert call(broker, RC.GET_TOPIC_STATS_INFO, {"topic": "AdminTopic"}).code == R.SUCCESS
+    else:
+        assert (answer.code, answer.remark) == (
+            R.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be within 0..65536, got "
+            "%d and %d" % (read, write))
+        assert broker.topic_config_manager.select_topic_config("AdminTopic") is None
+
+
 def test_bad_topic_filter_type_is_a_system_error(broker):
     ext = h.CreateTopicRequestHeader(topic="T", default_topic="TBW102", read_queue_nums=1,
                                      write_queue_nums=1, perm=6, topic_filter_type="SINGLE_TAG",

@@ -12,7 +12,7 @@ import shutil
 from twisted.logger import Logger
 
 from rmqproto.broker.config import is_slave
-from rmqproto.broker.topicconfig import validate_topic
+from rmqproto.broker.topicconfig import validate_queue_nums, validate_topic
 from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.client import MessageQueue
 from rmqproto.codec.bodies.offsets import TopicOffset, TopicStatsTable
@@ -85,6 +85,8 @@ class AdminBrokerProcessor:
         log.info("updateAndCreateTopic called by {peer}", peer=context.peer)
         topic = header.topic
         invalid = validate_topic(topic)
+        if invalid is None:
+            invalid = validate_queue_nums(header.read_queue_nums, header.write_queue_nums)
         if invalid is not None:
             return request.response(R.SYSTEM_ERROR, remark=invalid)
         manager = self.controller.topic_config_manager
