@@ -108,7 +108,8 @@ def check_batch(records, max_message_size):
     Java's encoder throws (batch properties over 32767 bytes, a ``DELAY`` that is not an
     int) this raises :class:`~rmqproto.errors.CodecError`. Beyond Java, which would write a
     corrupt record: a topic over 127 UTF-8 bytes or one that cannot name a directory (as
-    :func:`check_message`), records of several queues or none are MESSAGE_ILLEGAL, a stored properties string over 32767 bytes PROPERTIES_SIZE_EXCEEDED.
+    :func:`check_message`), records of several queues or none are MESSAGE_ILLEGAL, a stored
+    properties string over 32767 bytes PROPERTIES_SIZE_EXCEEDED.
     A :class:`~rmqproto.codec.message.BatchRecord`'s string is the one it was decoded
     with; each record that passes gets the 4.x magic code and its ``store_size``."""
     if not records:
