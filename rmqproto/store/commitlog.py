@@ -18,7 +18,8 @@ from rmqproto.store.consumequeue import names_a_directory
 from rmqproto.store.mappedfile import MappedFileQueue
 from rmqproto.store.results import AppendMessageResult, AppendMessageStatus, PutMessageStatus
 
-__all__ = ["CommitLog", "check_message", "check_batch", "MAX_TOPIC_LENGTH", "consumable"]
+__all__ = ["CommitLog", "check_message", "check_batch", "topic_illegal", "MAX_TOPIC_LENGTH",
+           "consumable"]
 
 #: ``Byte.MAX_VALUE``: the longest topic a 4.x record can carry.
 MAX_TOPIC_LENGTH = 127
@@ -45,7 +46,7 @@ def _properties_bytes(record):
 
 
 @lru_cache(maxsize=4096)
-def _topic_illegal(topic):
+def topic_illegal(topic):
     """Whether ``topic`` cannot go into a 4.x record (over 127 characters or UTF-8 bytes, or
     empty) or cannot name its consume queue's directory (``.``, ``..``, a ``/`` or a NUL)."""
     raw = _topic_bytes(topic)
@@ -87,7 +88,7 @@ def check_message(record, max_message_size):
     topic that cannot name its consume queue's directory (``.``, ``..``, a ``/`` or a NUL,
     say from a consumer group's retry topic) is MESSAGE_ILLEGAL. A message that passes
     gets the 4.x magic code and its ``store_size``."""
-    if _topic_illegal(record.topic):
+    if topic_illegal(record.topic):
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     props = _properties_bytes(record)
     overhead = msg.record_length(record.sys_flag, 0, len(_topic_bytes(record.topic)), 0)
@@ -117,7 +118,7 @@ def check_batch(records, max_message_size):
     first = records[0]
     topic, queue_id = first.topic, first.queue_id
     body_length = getattr(records, "body_length", None)
-    if (_topic_illegal(topic) or (body_length is not None and body_length > max_message_size)
+    if (topic_illegal(topic) or (body_length is not None and body_length > max_message_size)
             or first.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE):
         return PutMessageStatus.MESSAGE_ILLEGAL, None
     batch_properties = getattr(records, "properties", None)

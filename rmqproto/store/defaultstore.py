@@ -21,7 +21,8 @@ from rmqproto.codec.consumequeue import CQ_STORE_UNIT_SIZE
 from rmqproto.codec.fastjson import java_double_str
 from rmqproto.errors import CodecError
 from rmqproto.store import recovery
-from rmqproto.store.commitlog import CommitLog, check_batch, check_message, consumable, delay_level
+from rmqproto.store.commitlog import (CommitLog, check_batch, check_message, consumable,
+                                      delay_level, topic_illegal)
 from rmqproto.store.config import STORE_SETTINGS, store_paths
 from rmqproto.store.consumequeue import ConsumeQueue, names_a_directory
 from rmqproto.store.dispatch import (SCHEDULE_TOPIC, ReputService, consume_queue_runs,
@@ -452,7 +453,8 @@ class DefaultMessageStore:
 
     def put_message(self, record, wait_store_msg_ok=True):
         status = self._store_status()
-        if status is PutMessageStatus.PUT_OK and len(record.topic) > 127:
+        # the topic asked for, before a delay level moves the message (Java's checkMessage)
+        if status is PutMessageStatus.PUT_OK and topic_illegal(record.topic):
             status = PutMessageStatus.MESSAGE_ILLEGAL
         if status is PutMessageStatus.PUT_OK:
             to_schedule_topic(record, self.max_delay_level)

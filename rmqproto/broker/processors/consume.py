@@ -472,8 +472,8 @@ class ConsumeProcessor:
         topics = self.controller.topic_config_manager
         retry = retry_topic(header.group)
         if not names_a_directory(retry):
-            # the store refuses such a topic (and its DLQ): refused now, as the store would
-            # refuse the DLQ put, rather than waiting in the delay queue and blocking its level
+            # the store refuses such a topic, delayed or not (and its DLQ): refused before
+            # the retry topic is created or the message read, with the store's answer
             return request.response(R.SYSTEM_ERROR, remark=PutMessageStatus.MESSAGE_ILLEGAL.name)
         topic_config = topics.create_topic_in_send_message_back_method(
             retry, group_config.retry_queue_nums, _RW,
