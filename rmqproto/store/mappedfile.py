@@ -330,15 +330,19 @@ class MappedFileQueue:
 
     def flush_plan(self, least_pages):
         """What a flush would write: ``[(file, position)]`` for the files that have dirty data
-        (only the last one is held to ``least_pages``), or ``[]``."""
+        (only the last one is held to ``least_pages``), or ``[]``. It looks at the files past
+        ``flushed_where`` only, as Java's flush starts at the file holding it: a put's
+        wake-up costs the same with one segment or hundreds."""
         plan = []
-        for mapped in self.files:
+        last = self.files[-1] if self.files else None
+        for mapped in reversed(self.files):  # the dirty files are the newest ones
             if mapped.file_from_offset + mapped.wrote_position <= self.flushed_where:
-                continue
+                break
             if mapped.wrote_position > mapped.flushed_position and able_to_flush(
                     mapped.wrote_position, mapped.flushed_position,
-                    mapped.is_full or mapped is not self.files[-1], least_pages):
+                    mapped.is_full or mapped is not last, least_pages):
                 plan.append((mapped, mapped.wrote_position))
+        plan.reverse()
         if plan:
             for mapped, _ in plan:
                 mapped.begin_flush()
