@@ -271,8 +271,10 @@ class HAMasterService(service.Service):
             replica.transfer_from_where = oldest
 
     def _on_dispatched(self, requests):
-        """The store's dispatch listener: new bytes for the slaves."""
-        self._schedule_pump()
+        """The store's dispatch listener: new bytes for the slaves, if any is connected (a
+        slave that connects later is pumped from its own report)."""
+        if self.table.replicas:
+            self._schedule_pump()
 
     def _schedule_pump(self):
         """Pump every connection once, at the end of this reactor turn."""
