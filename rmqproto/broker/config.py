@@ -8,7 +8,7 @@ Java's ``BrokerStartup`` forces after reading the file (master id 0, HA port = l
 import os
 import socket
 
-from rmqproto.config import ConfigError, Setting, Settings
+from rmqproto.config import ConfigError, Setting, Settings, at_least
 from rmqproto.store.config import STORE_SETTINGS
 
 __all__ = ["BROKER_SETTINGS", "SETTINGS", "MASTER_ID", "local_address", "apply_startup_rules",
@@ -57,14 +57,16 @@ BROKER_SETTINGS = Settings(
     Setting("clientManageThreadPoolNums", 32, "Java client threads (accepted, unused)"),
     Setting("consumerManageThreadPoolNums", 32, "Java consumer threads (accepted, unused)"),
     Setting("heartbeatThreadPoolNums", min(32, _CPUS), "Java heartbeat threads (accepted, unused)"),
-    Setting("flushConsumerOffsetInterval", 5000, "ms between persisting consumer offsets"),
+    Setting("flushConsumerOffsetInterval", 5000, "ms between persisting consumer offsets",
+            check=at_least(1)),
     Setting("rejectTransactionMessage", False, "refuse transactional (prepared) messages"),
     Setting("sendThreadPoolQueueCapacity", 10000, "send queue capacity (reported)"),
     Setting("pullThreadPoolQueueCapacity", 100000, "pull queue capacity (reported)"),
     Setting("queryThreadPoolQueueCapacity", 20000, "query queue capacity (reported)"),
     Setting("endTransactionPoolQueueCapacity", 100000, "end-transaction queue capacity (reported)"),
     Setting("longPollingEnable", True, "hold pulls that find nothing"),
-    Setting("shortPollingTimeMills", 1000, "ms a pull is held without long polling"),
+    Setting("shortPollingTimeMills", 1000, "ms a pull is held without long polling",
+            check=at_least(1)),
     Setting("notifyConsumerIdsChangedEnable", True, "tell consumers when their group changes"),
     Setting("regionId", "DefaultRegion", "region id, returned as MSG_REGION on sends"),
     Setting("traceOn", True, "returned as TRACE_ON on sends"),
@@ -92,7 +94,9 @@ SETTINGS = Settings(*BROKER_SETTINGS.by_name.values(), *STORE_SETTINGS.by_name.v
 
 def apply_startup_rules(config):
     """What ``BrokerStartup`` forces after loading the file: masters get id 0, a slave needs
-    an id > 0, and the HA port is always listenPort + 1 (reference §4.1). Changes ``config``."""
+    an id > 0, and the HA port is always listenPort + 1 (reference §4.1). Changes ``config``;
+    raises ConfigError for a value its setting refuses."""
+    SETTINGS.validate(config)
     if config["brokerRole"] == "SLAVE":
         if config["brokerId"] <= 0:
             raise ConfigError("Slave's brokerId must be > 0")

@@ -27,15 +27,38 @@ _PARSERS = {bool: _parse_bool, int: lambda t: int(t.strip()), float: lambda t: f
             str: lambda t: t.strip()}
 
 
-class Setting:
-    """One setting: its Java property name, default, help text and (optional) allowed values."""
+def at_least(minimum):
+    """A :class:`Setting` check: the value is ``minimum`` or more."""
+    def check(value):
+        if value < minimum:
+            return "must be at least %s" % (minimum,)
+        return None
+    return check
 
-    def __init__(self, name, default, doc, kind=None, choices=None):
+
+def parses_with(parse):
+    """A :class:`Setting` check: ``parse(value)`` does not raise ValueError (its message is
+    the reason)."""
+    def check(value):
+        try:
+            parse(value)
+        except ValueError as exc:
+            return str(exc)
+        return None
+    return check
+
+
+class Setting:
+    """One setting: its Java property name, default, help text and (optional) allowed values
+    and ``check`` (``check(value)``: why the value is refused, or None)."""
+
+    def __init__(self, name, default, doc, kind=None, choices=None, check=None):
         self.name = name
         self.default = default
         self.doc = doc
         self.kind = kind or type(default)
         self.choices = choices
+        self.check = check
 
     def parse(self, text):
         """The typed value of ``text`` (values that are already typed pass through)."""
@@ -50,6 +73,9 @@ class Setting:
         if self.choices is not None and value not in self.choices:
             raise ConfigError("%s: %r is not one of %s" % (self.name, value,
                                                            ", ".join(map(str, self.choices))))
+        problem = self.check(value) if self.check is not None else None
+        if problem is not None:
+            raise ConfigError("%s: %r: %s" % (self.name, value, problem))
         return value
 
 
@@ -74,6 +100,14 @@ class Settings:
                 else:
                     values[name] = setting.parse(text)
         return values, unknown
+
+    def validate(self, values):
+        """Raise :class:`ConfigError` for the first value of ``values`` (typed or text) that
+        its setting refuses; names no setting has are left alone."""
+        for name, value in values.items():
+            setting = self.by_name.get(name)
+            if setting is not None:
+                setting.parse(value)
 
     def options(self, synopsis, description):
         """A ``usage.Options`` class: ``--configFile/-c`` plus one option per setting.

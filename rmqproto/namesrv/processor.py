@@ -17,7 +17,7 @@ from rmqproto.codec.bodies.topic import (
 )
 from rmqproto.codec.codes import MQVersion, RequestCode as RC, ResponseCode as R
 from rmqproto.codec.javalang import masked_crc32
-from rmqproto.config import dump_properties, parse_properties
+from rmqproto.config import ConfigError, dump_properties, parse_properties
 from rmqproto.errors import CodecError
 from rmqproto.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
 
@@ -274,7 +274,10 @@ class NameServerProcessor:
                 return request.response(R.SYSTEM_ERROR, remark="string2Properties error: %s" % exc)
             if any(name in updates for name in _PROTECTED_SETTINGS):
                 return request.response(R.NO_PERMISSION, remark="Can not update config path")
-            values, unknown = self.settings.resolve(self.config, updates)
+            try:
+                values, unknown = self.settings.resolve(self.config, updates)
+            except ConfigError as exc:
+                return request.response(R.SYSTEM_ERROR, remark=str(exc))
             self.config.update(values)
             log.info("update namesrv config: {updates}, ignored: {unknown}",
                      updates=updates, unknown=unknown)

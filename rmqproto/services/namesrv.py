@@ -12,7 +12,7 @@ from twisted.application import internet, service
 from twisted.internet import task
 from twisted.logger import Logger
 
-from rmqproto.config import Setting, Settings, dump_properties
+from rmqproto.config import Setting, Settings, at_least, dump_properties
 from rmqproto.namesrv.kvconfig import KVConfig
 from rmqproto.namesrv.processor import NameServerProcessor
 from rmqproto.namesrv.routeinfo import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
@@ -32,7 +32,8 @@ SETTINGS = Settings(
     Setting("configStorePath", os.path.join(_HOME, "namesrv", "namesrv.properties"),
             "file where UPDATE_NAMESRV_CONFIG persists the settings"),
     Setting("orderMessageEnable", False, "add ORDER_TOPIC_CONFIG entries to topic routes"),
-    Setting("scanNotActiveBrokerInterval", 10_000, "milliseconds between scans for dead brokers"),
+    Setting("scanNotActiveBrokerInterval", 10_000, "milliseconds between scans for dead brokers",
+            check=at_least(1)),
     Setting("brokerChannelExpiredTime", BROKER_CHANNEL_EXPIRED_TIME,
             "milliseconds without a heartbeat after which a broker is dropped"),
     Setting("serverChannelMaxIdleTimeSeconds", 120,

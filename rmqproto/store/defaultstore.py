@@ -157,13 +157,14 @@ class DefaultMessageStore:
     """The default :class:`~rmqproto.store.interfaces.IMessageStore`.
 
     ``config`` maps MessageStoreConfig property names to typed values (missing ones take
-    their defaults); ``reactor`` gives the clock, timers and (if it has one) the thread
+    their defaults; a value its setting refuses raises ConfigError); ``reactor`` gives the clock, timers and (if it has one) the thread
     pool for fsyncs.
     """
 
     def __init__(self, config, reactor, run_blocking=None):
         values, _ = STORE_SETTINGS.resolve()
         values.update(config)
+        STORE_SETTINGS.validate(values)
         self.config = values
         self.reactor = reactor
         self.paths = store_paths(values)

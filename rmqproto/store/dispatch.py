@@ -31,13 +31,16 @@ DISPATCH_BATCH = 1024
 
 def parse_delay_levels(text):
     """``ScheduleMessageService.parseDelayLevel``: ``{level: delay ms}`` of ``messageDelayLevel``
-    ("1s 5s 10s …", levels counted from 1)."""
+    ("1s 5s 10s …", levels counted from 1). ValueError for a word that is no delay, or for
+    no word at all (Java's parse fails on both, and its broker does not start)."""
     table = {}
     for level, word in enumerate(text.split(), 1):
         match = _LEVEL.match(word)
         if not match:
             raise ValueError("bad delay level %r in %r" % (word, text))
         table[level] = int(match.group(1)) * _TIME_UNITS[match.group(2)]
+    if not table:
+        raise ValueError("no delay level in %r" % (text,))
     return table
 
 

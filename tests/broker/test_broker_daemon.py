@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from twisted.python import usage
 
 from rmqproto.broker.config import BROKER_SETTINGS, SETTINGS
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
@@ -58,6 +59,20 @@ def test_a_slave_needs_a_positive_id(tmp_path):
     options.parseOptions(["--brokerRole", "SLAVE", "--storePathRootDir", str(tmp_path)])
     with pytest.raises(SystemExit, match="Slave's brokerId must be > 0"):
         makeService(options)
+
+
+@pytest.mark.parametrize("line, error", [
+    ("maxIndexNum=1", "maxIndexNum: 1: must be at least 2"),
+    ("messageDelayLevel=1s 5k", "messageDelayLevel: '1s 5k': bad delay level '5k'"),
+    ("shortPollingTimeMills=0", "shortPollingTimeMills: 0: must be at least 1"),
+])
+def test_a_setting_that_cannot_work_stops_the_start_with_its_reason(tmp_path, line, error):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("storePathRootDir=%s\n%s\n" % (tmp_path / "store", line))
+    options = Options()
+    with pytest.raises(usage.UsageError, match=error):
+        options.parseOptions(["-c", str(conf)])
+    assert not (tmp_path / "store").exists()
 
 
 @pytest.fixture

@@ -3,12 +3,17 @@
 import pytest
 from twisted.python import usage
 
-from rmqproto.config import ConfigError, Setting, Settings
+from rmqproto.config import ConfigError, Setting, Settings, at_least, parses_with
 
 SETTINGS = Settings(
     Setting("listenPort", 9876, "port to listen on"),
     Setting("orderMessageEnable", False, "serve ORDER_TOPIC_CONFIG"),
     Setting("brokerRole", "ASYNC_MASTER", "role", choices=("ASYNC_MASTER", "SLAVE")),
+)
+CHECKED = Settings(
+    *SETTINGS.by_name.values(),
+    Setting("flushIntervalCommitLog", 500, "ms between flushes", check=at_least(1)),
+    Setting("deleteWhen", "04", "hours", check=parses_with(int)),
 )
 
 
@@ -29,6 +34,22 @@ def test_java_boolean_parsing():
 def test_bad_values_are_config_errors(source):
     with pytest.raises(ConfigError):
         SETTINGS.resolve(source)
+
+
+def test_checks_say_which_setting_and_why():
+    with pytest.raises(ConfigError, match=r"flushIntervalCommitLog: -1: must be at least 1"):
+        CHECKED.resolve({"flushIntervalCommitLog": "-1"})
+    with pytest.raises(ConfigError, match=r"deleteWhen: 'x': invalid literal"):
+        CHECKED.resolve({"deleteWhen": "x"})
+    assert CHECKED.resolve({"flushIntervalCommitLog": "1"})[0]["flushIntervalCommitLog"] == 1
+
+
+def test_validate_checks_typed_values_and_leaves_other_names_alone():
+    CHECKED.validate({"flushIntervalCommitLog": 1, "brokerRole": "SLAVE", "other": -1})
+    with pytest.raises(ConfigError, match="flushIntervalCommitLog: 0"):
+        CHECKED.validate({"flushIntervalCommitLog": 0})
+    with pytest.raises(ConfigError, match="brokerRole"):
+        CHECKED.validate({"brokerRole": "MASTER"})
 
 
 def test_options_read_file_then_command_line(tmp_path):

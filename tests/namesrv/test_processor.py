@@ -191,6 +191,10 @@ def test_namesrv_config_get_and_update(server):
     assert update.code == R.SUCCESS and server.config["orderMessageEnable"] is True
     denied = server.call(RC.UPDATE_NAMESRV_CONFIG, body=b"kvConfigPath=/tmp/x\n")
     assert (denied.code, denied.remark) == (R.NO_PERMISSION, "Can not update config path")
+    for bad in (b"listenPort=abc\n", b"scanNotActiveBrokerInterval=0\n"):
+        refused = server.call(RC.UPDATE_NAMESRV_CONFIG, body=bad)
+        assert refused.code == R.SYSTEM_ERROR and bad.split(b"=")[0].decode() in refused.remark
+    assert (server.config["listenPort"], server.config["scanNotActiveBrokerInterval"]) == (9876, 10_000)
 
 
 def test_route_answers_follow_every_table_change(server):

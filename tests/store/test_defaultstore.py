@@ -7,6 +7,7 @@ from twisted.internet import defer
 
 from rmqproto.codec import consumequeue, indexfile, message as msg
 from rmqproto.codec.javalang import masked_crc32
+from rmqproto.config import ConfigError
 from rmqproto.codec.storefile import offset_to_file_name
 from rmqproto.store.dispatch import SCHEDULE_TOPIC, arrivals
 from rmqproto.store.interfaces import IMessageStore
@@ -66,6 +67,20 @@ def check_serves(store, results):
 
 def test_implements_the_interface(stores):
     assert verifyObject(IMessageStore, stores.open())
+
+
+@pytest.mark.parametrize("setting", [
+    dict(maxIndexNum=1),  # the first slot is unused: no entry fits, files were made forever
+    dict(maxHashSlotNum=0),  # a division by zero after the append
+    dict(mappedFileSizeConsumeQueue=0), dict(mappedFileSizeCommitLog=0),
+    dict(flushIntervalCommitLog=0), dict(flushIntervalConsumeQueue=-1),
+    dict(cleanResourceInterval=0), dict(haTransferBatchSize=0),
+    dict(messageDelayLevel=""), dict(messageDelayLevel="1s 2weeks"),
+])
+def test_settings_that_cannot_work_are_refused_before_anything_is_written(stores, setting):
+    with pytest.raises(ConfigError, match=next(iter(setting))):
+        stores.open(**setting)
+    assert not stores.root.exists()
 
 
 def test_put_assigns_offsets_timestamps_crc_and_msgid(stores):

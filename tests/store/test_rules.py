@@ -264,6 +264,9 @@ def test_batch_checks_size_each_sys_flag():
 def test_delay_levels_parse_like_java():
     assert DELAYS[1] == 1000 and DELAYS[5] == 60_000 and DELAYS[18] == 7_200_000
     assert parse_delay_levels("1s 2d") == {1: 1000, 2: 172_800_000}
+    for text in ("", "  ", "1s 5x", "s"):  # Java's parseDelayLevel fails on these
+        with pytest.raises(ValueError):
+            parse_delay_levels(text)
 
 
 def test_delay_moves_to_schedule_topic_with_real_topic_and_queue():
