@@ -157,8 +157,8 @@ class DefaultMessageStore:
     """The default :class:`~rmqproto.store.interfaces.IMessageStore`.
 
     ``config`` maps MessageStoreConfig property names to typed values (missing ones take
-    their defaults; a value its setting refuses raises ConfigError); ``reactor`` gives the clock, timers and (if it has one) the thread
-    pool for fsyncs.
+    their defaults; a value its setting refuses raises ConfigError); ``reactor`` gives the
+    clock, timers and (if it has one) the thread pool for fsyncs.
     """
 
     def __init__(self, config, reactor, run_blocking=None):
