@@ -8,7 +8,7 @@ Java's ``BrokerStartup`` forces after reading the file (master id 0, HA port = l
 import os
 import socket
 
-from rmqproto.config import ConfigError, Setting, Settings, at_least
+from rmqproto.config import ConfigError, Setting, Settings, at_least, in_range
 from rmqproto.store.config import STORE_SETTINGS
 
 __all__ = ["BROKER_SETTINGS", "SETTINGS", "MASTER_ID", "local_address", "apply_startup_rules",
@@ -83,7 +83,8 @@ BROKER_SETTINGS = Settings(
     Setting("storeReplyMessageEnable", True, "store request-reply messages"),
     Setting("rocketmqHome", os.environ.get("ROCKETMQ_HOME", ""), "RocketMQ home (accepted, unused)"),
     # NettyServerConfig
-    Setting("listenPort", 10911, "port of the broker's remoting service"),
+    Setting("listenPort", 10911, "port of the broker's remoting service (the HA port is one more)",
+            check=in_range(0, 65534)),
     Setting("bindAddress", "0.0.0.0", "address to listen on"),
     Setting("serverChannelMaxIdleTimeSeconds", 120, "seconds after which an idle connection is closed"),
 )

@@ -36,6 +36,15 @@ def at_least(minimum):
     return check
 
 
+def in_range(low, high):
+    """A :class:`Setting` check: the value is from ``low`` to ``high``, both included."""
+    def check(value):
+        if not low <= value <= high:
+            return "must be from %s to %s" % (low, high)
+        return None
+    return check
+
+
 def parses_with(parse):
     """A :class:`Setting` check: ``parse(value)`` does not raise ValueError (its message is
     the reason)."""

@@ -14,7 +14,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from rmqproto.broker.config import SETTINGS as BROKER_SETTINGS, apply_startup_rules
-from rmqproto.config import ConfigError, Setting, Settings, load_properties
+from rmqproto.config import ConfigError, Setting, Settings, in_range, load_properties
 from rmqproto.services import namesrv
 from rmqproto.services.broker import BrokerService
 
@@ -28,8 +28,9 @@ SLAVE_PORT_OFFSET = 10
 SETTINGS = Settings(
     Setting("dataDir", os.path.join(os.path.expanduser("~"), "rmqproto-local"),
             "directory holding the NameServer's and both brokers' data"),
-    Setting("namesrvPort", 9876, "port of the NameServer"),
-    Setting("listenPort", 10911, "port of the master (the slave uses listenPort + 10)"),
+    Setting("namesrvPort", 9876, "port of the NameServer", check=in_range(0, 65535)),
+    Setting("listenPort", 10911, "port of the master (the slave uses listenPort + 10)",
+            check=in_range(0, 65534 - SLAVE_PORT_OFFSET)),
     Setting("bindAddress", "127.0.0.1", "address every service listens on"),
     Setting("brokerIP1", "127.0.0.1", "address the brokers advertise to clients and each other"),
     Setting("brokerClusterName", "DefaultCluster", "cluster of the two brokers"),

@@ -12,7 +12,7 @@ from twisted.application import internet, service
 from twisted.internet import task
 from twisted.logger import Logger
 
-from rmqproto.config import Setting, Settings, at_least, dump_properties
+from rmqproto.config import Setting, Settings, at_least, dump_properties, in_range
 from rmqproto.namesrv.kvconfig import KVConfig
 from rmqproto.namesrv.processor import NameServerProcessor
 from rmqproto.namesrv.routeinfo import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
@@ -25,7 +25,7 @@ log = Logger()
 _HOME = os.path.expanduser("~")
 
 SETTINGS = Settings(
-    Setting("listenPort", 9876, "port of the NameServer"),
+    Setting("listenPort", 9876, "port of the NameServer", check=in_range(0, 65535)),
     Setting("bindAddress", "0.0.0.0", "address to listen on"),
     Setting("kvConfigPath", os.path.join(_HOME, "namesrv", "kvConfig.json"),
             "file keeping the KV config (Java's kvConfig.json)"),

@@ -65,6 +65,7 @@ def test_a_slave_needs_a_positive_id(tmp_path):
     ("maxIndexNum=1", "maxIndexNum: 1: must be at least 2"),
     ("messageDelayLevel=1s 5k", "messageDelayLevel: '1s 5k': bad delay level '5k'"),
     ("shortPollingTimeMills=0", "shortPollingTimeMills: 0: must be at least 1"),
+    ("listenPort=65535", "listenPort: 65535: must be from 0 to 65534"),  # the HA port is one more
 ])
 def test_a_setting_that_cannot_work_stops_the_start_with_its_reason(tmp_path, line, error):
     conf = tmp_path / "broker.conf"

@@ -3,7 +3,7 @@
 import pytest
 from twisted.python import usage
 
-from rmqproto.config import ConfigError, Setting, Settings, at_least, parses_with
+from rmqproto.config import ConfigError, Setting, Settings, at_least, in_range, parses_with
 
 SETTINGS = Settings(
     Setting("listenPort", 9876, "port to listen on"),
@@ -14,6 +14,7 @@ CHECKED = Settings(
     *SETTINGS.by_name.values(),
     Setting("flushIntervalCommitLog", 500, "ms between flushes", check=at_least(1)),
     Setting("deleteWhen", "04", "hours", check=parses_with(int)),
+    Setting("namesrvPort", 9876, "port", check=in_range(0, 65535)),
 )
 
 
@@ -42,6 +43,10 @@ def test_checks_say_which_setting_and_why():
     with pytest.raises(ConfigError, match=r"deleteWhen: 'x': invalid literal"):
         CHECKED.resolve({"deleteWhen": "x"})
     assert CHECKED.resolve({"flushIntervalCommitLog": "1"})[0]["flushIntervalCommitLog"] == 1
+    for port in ("-1", "65536"):
+        with pytest.raises(ConfigError, match=r"namesrvPort: %s: must be from 0 to 65535" % port):
+            CHECKED.resolve({"namesrvPort": port})
+    assert CHECKED.resolve({"namesrvPort": "65535"})[0]["namesrvPort"] == 65535
 
 
 def test_validate_checks_typed_values_and_leaves_other_names_alone():
