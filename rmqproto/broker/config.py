@@ -9,6 +9,7 @@ import os
 import socket
 
 from rmqproto.config import ConfigError, Setting, Settings, at_least, in_range
+from rmqproto.broker.topicconfig import MAX_QUEUE_NUMS
 from rmqproto.store.config import STORE_SETTINGS
 
 __all__ = ["BROKER_SETTINGS", "SETTINGS", "MASTER_ID", "local_address", "apply_startup_rules",
@@ -41,7 +42,8 @@ BROKER_SETTINGS = Settings(
     Setting("brokerIP1", local_address(), "address clients and NameServers see"),
     Setting("brokerIP2", local_address(), "address of the HA service advertised to slaves"),
     Setting("brokerPermission", 6, "PermName bits of the whole broker (READ 4, WRITE 2)"),
-    Setting("defaultTopicQueueNums", 8, "queues of TBW102 and of topics created from it"),
+    Setting("defaultTopicQueueNums", 8, "queues of TBW102 and of topics created from it",
+            check=in_range(0, MAX_QUEUE_NUMS)),
     Setting("autoCreateTopicEnable", True, "create unknown topics from the default topic on send"),
     Setting("clusterTopicEnable", True, "the cluster-name topic is readable and writable"),
     Setting("brokerTopicEnable", True, "the broker-name topic is readable and writable"),

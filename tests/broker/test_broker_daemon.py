@@ -66,6 +66,8 @@ def test_a_slave_needs_a_positive_id(tmp_path):
     ("messageDelayLevel=1s 5k", "messageDelayLevel: '1s 5k': bad delay level '5k'"),
     ("shortPollingTimeMills=0", "shortPollingTimeMills: 0: must be at least 1"),
     ("listenPort=65535", "listenPort: 65535: must be from 0 to 65534"),  # the HA port is one more
+    ("defaultTopicQueueNums=2147483647",
+     "defaultTopicQueueNums: 2147483647: must be from 0 to 65536"),
 ])
 def test_a_setting_that_cannot_work_stops_the_start_with_its_reason(tmp_path, line, error):
     conf = tmp_path / "broker.conf"
