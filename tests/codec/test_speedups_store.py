@@ -39,8 +39,9 @@ _TOPICS = st.one_of(_TOPIC_NAMES, _TOPIC_NAMES.map(_fresh))
 
 # ---------------------------------------------------------------- requests_of_fields
 
-_DELAY_TABLES = st.sampled_from(["", "1s", "1s 5s 10s", "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m "
-                                 "9m 10m 20m 30m 1h 2h"]).map(dispatch.parse_delay_levels)
+_DELAY_TABLES = st.one_of(st.just({}), st.sampled_from([  # {}: no level, as a bare table can be
+    "1s", "1s 5s 10s", "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"]).map(
+        dispatch.parse_delay_levels))
 _DELAYS = st.one_of(st.sampled_from(["1", "2", "3", "0", "-1", "18", "19", "99", "x", "",
                                      " 2", "1.5", "٣", "+1", "99999999999999999999"]),
                     PROPERTY_TEXT)
