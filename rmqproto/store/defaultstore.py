@@ -454,13 +454,14 @@ class DefaultMessageStore:
 
     def put_message(self, record, wait_store_msg_ok=True):
         status = self._store_status()
-        # the topic asked for, before a delay level moves the message (Java's checkMessage)
-        if status is PutMessageStatus.PUT_OK and topic_illegal(record.topic):
-            status = PutMessageStatus.MESSAGE_ILLEGAL
         if status is PutMessageStatus.PUT_OK:
+            topic = record.topic
             to_schedule_topic(record, self.max_delay_level)
             self._fix_host_flags(record)
             status, properties = check_message(record, self.config["maxMessageSize"])
+            if record.topic != topic and topic_illegal(topic):
+                # moved by a delay level: the topic asked for is checked too (Java's checkMessage)
+                status = PutMessageStatus.MESSAGE_ILLEGAL
         if status is not PutMessageStatus.PUT_OK:
             return self._refused(status)
         return self._append([record], [properties], wait_store_msg_ok)
