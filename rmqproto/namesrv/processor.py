@@ -165,11 +165,17 @@ class NameServerProcessor:
                                 body=self._kv_table_json(NAMESPACE_ORDER_TOPIC_CONFIG) or b"")
 
     def _register_body(self, broker_addr, raw, compressed):
-        """The decoded register body; a heartbeat repeating its broker's last body is not decoded again."""
+        """The decoded register body; a heartbeat repeating its broker's last body is not decoded
+        again. Only addresses the route table holds live keep a cached body: those of brokers
+        gone (unregistered, connection closed, expired) are dropped at the next registration."""
         raw = bytes(raw or b"")
         cached = self._register_bodies.get(broker_addr)
         if cached is not None and cached[0] == raw and cached[1] == compressed:
             return cached[2]
+        live = self.route_info.broker_live_table
+        if len(self._register_bodies) > len(live):
+            self._register_bodies = {addr: entry for addr, entry in self._register_bodies.items()
+                                     if addr in live}
         body = RegisterBrokerBody.decode(raw, compressed) if raw else RegisterBrokerBody()
         self._register_bodies[broker_addr] = (raw, compressed, body)
         return body

@@ -1,5 +1,6 @@
 """NameServer requests through the dispatcher, answered as the Java NameServer answers them."""
 
+import gc
 import zlib
 
 import pytest
@@ -228,3 +229,28 @@ def test_repeated_heartbeat_body_is_decoded_once(server, monkeypatch):
     assert len(decoded) == 1
     register(server, topics=("T", "U"), counter=2)
     assert len(decoded) == 2
+
+
+def _register_bodies_alive():
+    gc.collect()
+    return sum(isinstance(o, RegisterBrokerBody) for o in gc.get_objects())
+
+
+def test_bodies_of_brokers_gone_are_not_kept(server):
+    """The decoded heartbeat bodies kept for the repeat check belong to live brokers only: a
+    broker that unregistered, lost its connection or expired leaves none behind, however
+    many come and go (with changing addresses, as in containers)."""
+    for n in range(30):
+        addr = "10.0.%d.1:10911" % n
+        register(server, addr=addr, connection=n)
+        if n % 3 == 0:
+            server.call(RC.UNREGISTER_BROKER, h.UnRegisterBrokerRequestHeader(
+                broker_name="broker-a", broker_addr=addr, cluster_name="DefaultCluster",
+                broker_id=0))
+        elif n % 3 == 1:
+            server.routes.on_connection_closed(addr, n)
+        else:
+            server.routes.scan_not_active_brokers(now=10 ** 15)
+    register(server, addr="10.1.0.1:10911", connection="last")
+    assert len(server.routes.broker_live_table) == 1
+    assert _register_bodies_alive() == 1
