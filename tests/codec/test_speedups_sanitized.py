@@ -1,0 +1,85 @@
+"""The C speedups built with AddressSanitizer and UndefinedBehaviorSanitizer and run through
+their own tests (``test_speedups*.py``: random and malformed inputs from Hypothesis).
+
+A read or write outside a buffer, a use after free or undefined arithmetic in
+``_speedups.c`` on any of those inputs stops the inner run with the sanitizer's report,
+where the normal build could go on with a wrong answer or crash a broker later. Objects are
+allocated with ``malloc`` (``PYTHONMALLOC=malloc``) so that the sanitizer sees the end of
+every Python object the C code reads, not only of the arenas of Python's allocator.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE = REPO / "rmqproto" / "codec" / "_speedups.c"
+TESTS = tuple(str(REPO / "tests" / "codec" / name) for name in (
+    "test_speedups.py", "test_speedups_batch.py", "test_speedups_store.py"))
+SANITIZERS = ("address", "undefined")
+
+
+def _runtime(compiler, sanitizer):
+    """The path of a sanitizer's runtime library, or None when the compiler has none."""
+    name = {"address": "libasan.so", "undefined": "libubsan.so"}[sanitizer]
+    found = subprocess.run([compiler, "-print-file-name=%s" % name], capture_output=True,
+                           text=True).stdout.strip()
+    return found if os.path.isabs(found) and os.path.exists(found) else None
+
+
+@pytest.fixture(scope="module")
+def sanitized_package(tmp_path_factory):
+    """A copy of the ``rmqproto`` package whose ``_speedups`` is the sanitized build, and
+    the runtimes to preload; skips without gcc or its sanitizer runtimes."""
+    compiler = shutil.which("gcc")
+    runtimes = [_runtime(compiler, s) for s in SANITIZERS] if compiler else [None]
+    if None in runtimes:
+        pytest.skip("gcc with its AddressSanitizer and UBSan runtimes is not installed")
+    root = tmp_path_factory.mktemp("sanitized")
+    package = root / "rmqproto"
+    shutil.copytree(REPO / "rmqproto", package,
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    target = package / "codec" / ("_speedups" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer",
+         "-fsanitize=" + ",".join(SANITIZERS), "-fno-sanitize-recover=all",
+         "-I", sysconfig.get_paths()["include"], str(SOURCE), "-o", str(target)],
+        check=True)
+    env = dict(os.environ, PYTHONPATH=str(root), LD_PRELOAD=" ".join(runtimes),
+               PYTHONMALLOC="malloc", ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    return target, env
+
+
+#: Loads the package copy's sanitized ``_speedups`` (argv[1]) before pytest can put the
+#: checkout first on ``sys.path``, so the tests below use it; then runs them.
+_INNER = """
+import sys
+from rmqproto.codec.native import speedups
+if speedups is None or speedups.__file__ != sys.argv[1]:
+    sys.exit("loaded %r, not the sanitized build" % (speedups and speedups.__file__,))
+import pytest
+# fd 2 is left alone, so that a report written just before an abort is not lost
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--capture=sys", *sys.argv[2:]]))
+"""
+
+
+def _report(stderr):
+    """The sanitizer's report in ``stderr`` (the interpreter's abort message follows it)."""
+    starts = [i for i in (stderr.find("ERROR: AddressSanitizer"), stderr.find("runtime error:"))
+              if i >= 0]
+    return stderr[min(starts):][:6000] if starts else stderr[-6000:]
+
+
+def test_speedups_tests_pass_under_the_sanitizers(sanitized_package):
+    target, env = sanitized_package
+    run = subprocess.run([sys.executable, "-c", _INNER, str(target), *TESTS],
+                         cwd=target.parents[2], env=env, capture_output=True, text=True,
+                         timeout=540)
+    assert run.returncode == 0, run.stdout[-3000:] + _report(run.stderr)
+    assert " passed" in run.stdout and "skipped" not in run.stdout
