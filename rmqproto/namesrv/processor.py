@@ -167,15 +167,14 @@ class NameServerProcessor:
     def _register_body(self, broker_addr, raw, compressed):
         """The decoded register body; a heartbeat repeating its broker's last body is not decoded
         again. Only addresses the route table holds live keep a cached body: those of brokers
-        gone (unregistered, connection closed, expired) are dropped at the next registration."""
+        gone (unregistered, connection closed, expired) are dropped at the next body decoded."""
         raw = bytes(raw or b"")
         cached = self._register_bodies.get(broker_addr)
         if cached is not None and cached[0] == raw and cached[1] == compressed:
             return cached[2]
         live = self.route_info.broker_live_table
-        if len(self._register_bodies) > len(live):
-            self._register_bodies = {addr: entry for addr, entry in self._register_bodies.items()
-                                     if addr in live}
+        for addr in [addr for addr in self._register_bodies if addr not in live]:
+            del self._register_bodies[addr]
         body = RegisterBrokerBody.decode(raw, compressed) if raw else RegisterBrokerBody()
         self._register_bodies[broker_addr] = (raw, compressed, body)
         return body
