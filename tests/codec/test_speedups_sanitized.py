@@ -17,16 +17,20 @@ from pathlib import Path
 
 import pytest
 
+from rmqproto.codec.native import speedups
+
+if speedups is None:
+    pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
+                allow_module_level=True)
+
 REPO = Path(__file__).resolve().parents[2]
-SOURCE = REPO / "rmqproto" / "codec" / "_speedups.c"
 TESTS = tuple(str(REPO / "tests" / "codec" / name) for name in (
     "test_speedups.py", "test_speedups_batch.py", "test_speedups_store.py"))
-SANITIZERS = ("address", "undefined")
+SANITIZERS = "-fsanitize=address,undefined"
 
 
-def _runtime(compiler, sanitizer):
-    """The path of a sanitizer's runtime library, or None when the compiler has none."""
-    name = {"address": "libasan.so", "undefined": "libubsan.so"}[sanitizer]
+def _runtime(compiler, name):
+    """The path of the compiler's runtime library ``name``, or None when it has none."""
     found = subprocess.run([compiler, "-print-file-name=%s" % name], capture_output=True,
                            text=True).stdout.strip()
     return found if os.path.isabs(found) and os.path.exists(found) else None
@@ -34,22 +38,26 @@ def _runtime(compiler, sanitizer):
 
 @pytest.fixture(scope="module")
 def sanitized_package(tmp_path_factory):
-    """A copy of the ``rmqproto`` package whose ``_speedups`` is the sanitized build, and
-    the runtimes to preload; skips without gcc or its sanitizer runtimes."""
+    """A copy of the ``rmqproto`` package whose ``_speedups`` is built by ``setup.py`` with
+    the sanitizers, and the environment to run it in (the runtimes preloaded); skips
+    without gcc or its sanitizer runtimes."""
     compiler = shutil.which("gcc")
-    runtimes = [_runtime(compiler, s) for s in SANITIZERS] if compiler else [None]
+    runtimes = [_runtime(compiler, name) for name in ("libasan.so", "libubsan.so")] \
+        if compiler else [None]
     if None in runtimes:
         pytest.skip("gcc with its AddressSanitizer and UBSan runtimes is not installed")
     root = tmp_path_factory.mktemp("sanitized")
-    package = root / "rmqproto"
-    shutil.copytree(REPO / "rmqproto", package,
+    shutil.copytree(REPO / "rmqproto", root / "rmqproto",
                     ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    target = package / "codec" / ("_speedups" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run(
-        [compiler, "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer",
-         "-fsanitize=" + ",".join(SANITIZERS), "-fno-sanitize-recover=all",
-         "-I", sysconfig.get_paths()["include"], str(SOURCE), "-o", str(target)],
-        check=True)
+    build = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--build-lib", str(root),
+         "--build-temp", str(tmp_path_factory.mktemp("build"))],
+        cwd=REPO, capture_output=True, text=True,
+        env=dict(os.environ, CC=compiler, LDFLAGS=SANITIZERS,
+                 CFLAGS="-O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all "
+                        + SANITIZERS))
+    target = root / "rmqproto" / "codec" / ("_speedups" + sysconfig.get_config_var("EXT_SUFFIX"))
+    assert target.exists(), build.stdout[-3000:] + build.stderr[-3000:]
     env = dict(os.environ, PYTHONPATH=str(root), LD_PRELOAD=" ".join(runtimes),
                PYTHONMALLOC="malloc", ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
