@@ -8,7 +8,7 @@
   ``write`` and once through ``mmap`` (what a commit log does), each timed into the page
   cache and then until ``fsync`` / ``msync`` returns (on the disk).
 
-    python benchmarks/limits.py [--megabytes 512] [--directory /tmp]
+    python benchmarks/limits.py [--megabytes 512] [--directory /tmp] [--seconds 3]
 """
 
 import argparse
@@ -16,10 +16,11 @@ import mmap
 import multiprocessing
 import os
 import socket
+import struct
 import tempfile
 import time
 
-__all__ = ["loopback_mb_s", "file_write_mb_s", "MB"]
+__all__ = ["loopback_mb_s", "file_write_mb_s", "remoting_floor", "MB"]
 
 MB = 1024 * 1024
 FILE_CHUNK = MB
@@ -129,11 +130,139 @@ def file_write_mb_s(directory, total):
     return figures
 
 
+_LENGTH = struct.Struct(">i")
+#: What the remoting floor's server answers (``RemotingFactory`` or frame splitting only).
+FLOOR_SERVERS = ("twisted", "remoting")
+
+
+def _floor_answer():
+    """A ``frame(code, opaque)`` writing the send processor's answer: SUCCESS with a message
+    id, queue and offset, from the JSON template the broker uses."""
+    from rmqproto.codec.frame import JsonResponseTemplate
+
+    template = JsonResponseTemplate(
+        {"msgId": "", "queueId": "", "queueOffset": "", "MSG_REGION": "DefaultRegion",
+         "TRACE_ON": "true"}, ("msgId", "queueId", "queueOffset"), 395)
+    msg_id = "7F00000100002A9F0000000000001234"
+    return lambda code, opaque: template.frame(code, opaque, msg_id, 3, 1234)
+
+
+def _floor_server(kind, listener, cpu, ready):
+    """Serve ``listener``'s connections until killed (runs in its own process)."""
+    _pin(cpu)
+    from twisted.internet import reactor
+    from twisted.internet.protocol import Factory, Protocol
+
+    from rmqproto.codec.codes import RequestCode
+    from rmqproto.codec.frame import FrameDecoder
+    from rmqproto.remoting import RemotingFactory
+
+    answer = _floor_answer()
+    if kind == "twisted":
+        class Splitter(Protocol):
+            def connectionMade(self):
+                self.decoder = FrameDecoder()
+
+            def dataReceived(self, data):
+                for _ in self.decoder.iter_feed(data):
+                    self.transport.write(answer(0, 0))
+
+        factory = Factory.forProtocol(Splitter)
+    else:
+        factory = RemotingFactory(reactor=reactor)
+        factory.dispatcher.register(RequestCode.SEND_MESSAGE_V2,
+                                    lambda request, context: answer(0, request.opaque))
+    reactor.adoptStreamPort(listener.fileno(), socket.AF_INET, factory)
+    listener.close()
+    ready.send(os.getpid())
+    reactor.run()
+
+
+def _cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _drive(port, inflight, warmup, seconds, server_pid):
+    """Keep ``inflight`` requests in flight; ``(requests/s, server CPU s, client CPU s,
+    window s)``."""
+    from loadclient import SendRequests
+    from rmqproto.codec.frame import encode_frame
+
+    requests = SendRequests("BenchFloor", 8, 128, 1)
+    frames = []
+    for opaque in range(1024):
+        request = requests.next_request()
+        request.opaque = opaque
+        frames.append(encode_frame(request))
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sent = inflight
+        sock.sendall(b"".join(frames[:inflight]))
+        pending, answered = b"", 0
+        started = time.perf_counter()
+        window = None
+        while True:
+            data = sock.recv(1 << 16)
+            if not data:
+                raise RuntimeError("the remoting floor's server closed the connection")
+            pending += data
+            done, position = 0, 0
+            while len(pending) - position >= 4:
+                end = position + 4 + _LENGTH.unpack_from(pending, position)[0]
+                if end > len(pending):
+                    break
+                position, done = end, done + 1
+            pending = pending[position:]
+            if not done:
+                continue
+            sock.sendall(b"".join(frames[(sent + i) % 1024] for i in range(done)))
+            sent += done
+            answered += done
+            now = time.perf_counter()
+            if window is None and now - started >= warmup:
+                window = (now, answered, _cpu_seconds(server_pid), time.process_time())
+            elif window is not None and now - window[0] >= seconds:
+                elapsed = now - window[0]
+                return ((answered - window[1]) / elapsed, _cpu_seconds(server_pid) - window[2],
+                        time.process_time() - window[3], elapsed)
+
+
+def remoting_floor(kind, inflight, pinned=True, warmup=1.0, seconds=3.0):
+    """``(requests/s, server µs of CPU per request, server cores, client cores)`` of the
+    ``kind`` server (one of :data:`FLOOR_SERVERS`) under ``inflight`` requests in flight."""
+    context = multiprocessing.get_context("fork")
+    ours, theirs = context.Pipe(duplex=False)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        server = context.Process(target=_floor_server,
+                                 args=(kind, listener, 0 if pinned else None, theirs))
+        server.start()
+    affinity = os.sched_getaffinity(0)
+    try:
+        if not ours.poll(30):
+            raise TimeoutError("the remoting floor's server did not start in 30 s")
+        pid = ours.recv()
+        _pin(1 if pinned else None)
+        rps, server_cpu, client_cpu, window = _drive(port, inflight, warmup, seconds, pid)
+    finally:
+        os.sched_setaffinity(0, affinity)
+        server.kill()
+        server.join()
+    return rps, server_cpu / (rps * window) * 1e6, server_cpu / window, client_cpu / window
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--megabytes", type=int, default=512)
     parser.add_argument("--directory", default=tempfile.gettempdir())
     parser.add_argument("--no-pin", action="store_true")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="measured window of each remoting floor run")
     args = parser.parse_args(argv)
     pinned = not args.no_pin and len(os.sched_getaffinity(0)) >= 2
     total = args.megabytes * MB
@@ -143,6 +272,13 @@ def main(argv=None):
     for name, (cached, synced) in file_write_mb_s(args.directory, total).items():
         print("file %s: %.0f MB/s into the page cache, %.0f MB/s until on disk"
               % (name, cached, synced))
+    for kind in FLOOR_SERVERS:
+        for inflight in (1, 8, 32):
+            rps, cpu_us, server, client = remoting_floor(kind, inflight, pinned,
+                                                         seconds=args.seconds)
+            print("remoting floor, %s, %d in flight: %.0f requests/s, %.1f µs of server CPU "
+                  "a request (server %.2f cores, client %.2f)"
+                  % (kind, inflight, rps, cpu_us, server, client))
 
 
 if __name__ == "__main__":
