@@ -9,19 +9,12 @@ the next call reconnects.
 from twisted.internet.defer import Deferred, fail, gatherResults, succeed
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
+from rmqproto.remoting.address import parse_address
 from rmqproto.remoting.errors import RemotingConnectionError
 from rmqproto.remoting.factory import RemotingFactory
 from rmqproto.remoting.protocol import DEFAULT_TIMEOUT
 
 __all__ = ["parse_address", "connect", "RemotingClient"]
-
-
-def parse_address(address):
-    """``("host", port)`` from RocketMQ's ``"host:port"`` notation."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError("address %r is not host:port" % (address,))
-    return host, int(port)
 
 
 def connect(reactor, address, factory, timeout=DEFAULT_TIMEOUT):

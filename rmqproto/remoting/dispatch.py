@@ -33,6 +33,7 @@ from twisted.python.failure import Failure
 
 from rmqproto.codec.codes import CURRENT_VERSION, ResponseCode
 from rmqproto.codec.frame import FLAG_RESPONSE, RemotingCommand, encode_frame
+from rmqproto.remoting.address import parse_address
 
 __all__ = ["REJECT_REQUEST_REMARK", "RequestContext", "RequestDispatcher", "exception_remark"]
 
@@ -41,19 +42,35 @@ REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a wh
 log = Logger()
 
 
+_UNPARSED = object()
+
+
 class RequestContext:
     """What a processor knows about where a request came from.
 
     ``connection`` is the :class:`~rmqproto.remoting.protocol.RemotingProtocol` the
     request arrived on (use it to call the peer back or to close it); ``peer`` is the
-    peer's address as ``"host:port"``.
+    peer's address as ``"host:port"``. A connection keeps one context for all its requests.
     """
 
-    __slots__ = ("connection", "peer")
+    __slots__ = ("connection", "peer", "_address")
 
     def __init__(self, connection, peer):
         self.connection = connection
         self.peer = peer
+        self._address = _UNPARSED
+
+    @property
+    def address(self):
+        """``peer`` as ``(host, port)``, parsed on first use; None if it is not ``host:port``."""
+        address = self._address
+        if address is _UNPARSED:
+            try:
+                address = parse_address(self.peer)
+            except ValueError:
+                address = None
+            self._address = address
+        return address
 
     def __repr__(self):
         return "RequestContext(peer=%r)" % (self.peer,)

@@ -25,6 +25,7 @@ from twisted.logger import Logger
 
 from rmqproto.codec.frame import FLAG_ONEWAY, MAX_FRAME_LENGTH, FrameDecoder, decode_frame, encode_frame
 from rmqproto.errors import CodecError
+from rmqproto.remoting.address import format_address
 from rmqproto.remoting.dispatch import RequestContext
 from rmqproto.remoting.errors import RemotingConnectionError, RemotingTimeoutError
 from rmqproto.remoting.sendnow import send_now
@@ -42,13 +43,6 @@ _opaques = itertools.count()
 def next_opaque():
     """The next request id: process-wide, from 0, wrapping like a Java ``int`` (§1.2)."""
     return ((next(_opaques) + 0x80000000) & 0xFFFFFFFF) - 0x80000000
-
-
-def format_address(address):
-    """``"host:port"`` for a Twisted address, like Java's ``parseChannelRemoteAddr``."""
-    host = getattr(address, "host", None)
-    port = getattr(address, "port", None)
-    return "%s:%s" % (host, port) if host is not None else str(address)
 
 
 class RemotingProtocol(Protocol):

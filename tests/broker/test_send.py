@@ -60,6 +60,15 @@ def test_answer_fields_are_the_response_header_in_java_order(broker, serialize_t
         assert list(answer.ext_fields.items()) == list(expected.items())
 
 
+def test_born_host_of_a_peer_that_is_not_host_port(broker):
+    """A peer address that is not ``host:port`` (a unix socket, say) gives the born host
+    127.0.0.1:0 rather than a failed send."""
+    answer = call(broker, RC.SEND_MESSAGE_V2, send_header().to_ext_fields(), b"x",
+                  peer="unix-socket")
+    assert answer.code == R.SUCCESS
+    assert broker.store.records("TopicA", 1)[0].born_host == ("127.0.0.1", 0)
+
+
 @pytest.mark.parametrize("code", [RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2])
 def test_send_stores_the_record_and_answers_msg_id(broker, code):
     first = send(broker, code=code)

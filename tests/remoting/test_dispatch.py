@@ -14,6 +14,13 @@ from conftest import request
 CONTEXT = RequestContext(None, "10.0.0.1:1234")
 
 
+def test_context_parses_its_peer_once():
+    context = RequestContext(None, "10.0.0.1:1234")
+    assert context.address == ("10.0.0.1", 1234)
+    assert context.address is context.address
+    assert RequestContext(None, "unix-socket").address is None
+
+
 def answer(frame):
     return decode_frame(frame[4:])
 

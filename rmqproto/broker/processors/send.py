@@ -39,7 +39,6 @@ from rmqproto.codec.message import (
     TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch_records, string_to_properties,
 )
 from rmqproto.errors import CodecError
-from rmqproto.remoting.client import parse_address
 from rmqproto.store.config import store_paths
 from rmqproto.store.results import PutMessageStatus as S
 from rmqproto.store.retention import disk_partition_used_ratio
@@ -58,13 +57,9 @@ DLQ_NUMS_PER_GROUP = 1
 _RW = PERM_READ | PERM_WRITE
 
 
-@lru_cache(maxsize=4096)  # a connection's peer, parsed once
-def _born_host(peer):
+def _born_host(context):
     """A record's born host: the sending connection's ``(ip, port)``."""
-    try:
-        return parse_address(peer)
-    except ValueError:
-        return "127.0.0.1", 0
+    return context.address or ("127.0.0.1", 0)
 
 
 @lru_cache(maxsize=1024)
@@ -336,7 +331,7 @@ class SendMessageProcessor:
         record = MessageRecord(
             topic, request.body, java_property_order(properties, drop),
             queue_id=queue_id, flag=header.flag, sys_flag=sys_flag,
-            born_timestamp=header.born_timestamp, born_host=_born_host(context.peer),
+            born_timestamp=header.born_timestamp, born_host=_born_host(context),
             store_host=self.store_host, reconsume_times=header.reconsume_times or 0,
             body_crc=0)  # the store's append computes it
         return record, wait_store_msg_ok(properties)
@@ -355,7 +350,7 @@ class SendMessageProcessor:
         # what the batch's records share; the body CRC is the store's append's to compute
         prototype = MessageRecord(
             header.topic, queue_id=queue_id, sys_flag=self._sys_flag(header, topic_config),
-            born_timestamp=header.born_timestamp, born_host=_born_host(context.peer),
+            born_timestamp=header.born_timestamp, born_host=_born_host(context),
             store_host=self.store_host, reconsume_times=header.reconsume_times or 0, body_crc=0)
         return (decode_batch_records(body, batch_properties, prototype),
                 wait_store_msg_ok(batch_properties))
