@@ -1,4 +1,4 @@
-"""What this machine allows replication at most, for reference beside the HA benchmark:
+"""What this machine allows at most, for reference beside the HA and broker benchmarks:
 
 - **loopback**: one TCP connection on 127.0.0.1 between two processes, a sender writing the
   same buffer over and over (``sendall``) and a receiver reading into one buffer
@@ -6,7 +6,15 @@
   receiver are pinned to CPUs 0 and 1 when ``pinned`` (where master and slave go);
 - **file**: sequential writes of ``total`` bytes into a new file in ``directory``, once with
   ``write`` and once through ``mmap`` (what a commit log does), each timed into the page
-  cache and then until ``fsync`` / ``msync`` returns (on the disk).
+  cache and then until ``fsync`` / ``msync`` returns (on the disk);
+- **remoting floor**: what a request costs a Twisted server before any broker work. A
+  server process (pinned to CPU 0, where the brokers go) runs either Twisted with our
+  ``FrameDecoder`` only (``twisted``: frames split, each answered with one fixed frame) or
+  our remoting layer (``remoting``: ``RemotingFactory``, ``decode_frame``, the dispatcher and
+  an answer shaped as the send processor's, from a ``JsonResponseTemplate``; no store). A
+  blocking socket client (CPU 1) keeps 1, 8 or 32 SEND_MESSAGE_V2 requests of 128 B, built
+  as ``loadclient.py`` builds them, in flight over one connection; the figures are the
+  server's CPU per request (``/proc``, kernel included), the rate and both sides' cores.
 
     python benchmarks/limits.py [--megabytes 512] [--directory /tmp] [--seconds 3]
 """
@@ -136,13 +144,15 @@ FLOOR_SERVERS = ("twisted", "remoting")
 
 
 def _floor_answer():
-    """A ``frame(code, opaque)`` writing the send processor's answer: SUCCESS with a message
-    id, queue and offset, from the JSON template the broker uses."""
+    """A ``frame(code, opaque)`` writing an answer shaped as the send processor's (a message
+    id, queue and offset, the region and trace fields), through a ``JsonResponseTemplate``
+    as the broker writes it."""
+    from rmqproto.codec.codes import CURRENT_VERSION
     from rmqproto.codec.frame import JsonResponseTemplate
 
     template = JsonResponseTemplate(
         {"msgId": "", "queueId": "", "queueOffset": "", "MSG_REGION": "DefaultRegion",
-         "TRACE_ON": "true"}, ("msgId", "queueId", "queueOffset"), 395)
+         "TRACE_ON": "true"}, ("msgId", "queueId", "queueOffset"), CURRENT_VERSION)
     msg_id = "7F00000100002A9F0000000000001234"
     return lambda code, opaque: template.frame(code, opaque, msg_id, 3, 1234)
 
