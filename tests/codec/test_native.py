@@ -1,0 +1,36 @@
+"""``rmqproto.codec.native``: a missing build is None, a build that does not load is an error."""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "rmqproto"
+SPEEDUPS = "_speedups" + sysconfig.get_config_var("EXT_SUFFIX")
+
+
+def _import_native(tmp_path, damaged):
+    """Import ``rmqproto.codec.native`` from a copy of the package without a build, or with
+    a damaged one; the completed process."""
+    shutil.copytree(PACKAGE, tmp_path / "rmqproto",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    if damaged:
+        (tmp_path / "rmqproto" / "codec" / SPEEDUPS).write_bytes(b"not a shared object")
+    return subprocess.run(
+        [sys.executable, "-c", "import rmqproto.codec.native as n; print(n.speedups)"],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+        capture_output=True, text=True)
+
+
+def test_a_missing_build_is_none(tmp_path):
+    run = _import_native(tmp_path, damaged=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "None"
+
+
+def test_a_build_that_does_not_load_is_an_error(tmp_path):
+    run = _import_native(tmp_path, damaged=True)
+    assert run.returncode != 0
+    assert "ImportError" in run.stderr and SPEEDUPS in run.stderr
