@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import (  # noqa: E402
     _busy_seconds, exit_on_sigterm, format_table, java_classpath, java_command, log, machine,
-    rate, ratio)
+    process_cpu_seconds, rate, ratio)
 from loadclient import SendRequests  # noqa: E402
 from namesrv_bench import DISTURBED, pin  # noqa: E402
 from rmqproto.codec import headers as h  # noqa: E402
@@ -102,20 +102,6 @@ QUICK = ("send 128 B, 8 threads", "batch 32 × 128 B, 8 threads", "consume 128 B
 
 
 # ---------------------------------------------------------------- measuring a run
-
-def process_cpu_times(pid):
-    """``(user, system)`` CPU seconds of process ``pid``, all its threads (``/proc/PID/stat``
-    fields 14, 15)."""
-    with open("/proc/%d/stat" % pid) as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
-
-
-def process_cpu_seconds(pid):
-    """utime + stime of process ``pid``, all its threads."""
-    return sum(process_cpu_times(pid))
-
 
 class LoadRun:
     """One load generator process: samples the broker's, its own and the machine's CPU when it

@@ -49,7 +49,7 @@ from rmqproto.codec.bodies.topic import (  # noqa: E402
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R  # noqa: E402
 from rmqproto.codec.frame import RemotingCommand, encode_frame  # noqa: E402
 from support.javapeers import broker_port  # noqa: E402
-from support.syncclient import SyncClient  # noqa: E402
+from support.syncclient import SyncClient, call  # noqa: E402
 
 TOPIC = "ChurnTopic"
 #: Where the traced process writes its reports (set for it by :func:`main`).
@@ -229,13 +229,9 @@ def _start_master(work, namesrv, stops, **settings):
                     storePathCommitLog=store / "commitlog", **settings)
     process = broker_bench.start_twistd("rmq-master", settings, work / "broker", stops=stops)
     address = "127.0.0.1:%d" % port
-    client = SyncClient(address)
-    try:
-        _expect(client.call(RC.UPDATE_AND_CREATE_TOPIC, h.CreateTopicRequestHeader(
-            topic=TOPIC, default_topic="TBW102", read_queue_nums=4, write_queue_nums=4, perm=6,
-            topic_filter_type="SINGLE_TAG").to_ext_fields()), "UPDATE_AND_CREATE_TOPIC")
-    finally:
-        client.close()
+    _expect(call(address, RC.UPDATE_AND_CREATE_TOPIC, h.CreateTopicRequestHeader(
+        topic=TOPIC, default_topic="TBW102", read_queue_nums=4, write_queue_nums=4, perm=6,
+        topic_filter_type="SINGLE_TAG").to_ext_fields()), "UPDATE_AND_CREATE_TOPIC")
     return process, address, port
 
 
@@ -286,7 +282,8 @@ def run(scenario, peers, every, work, trace_file):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("scenario", choices=("broker", "nameserver", "ha"))
-    parser.add_argument("--peers", type=int, default=3000, help="clients, brokers or HA connections")
+    parser.add_argument("--peers", type=int, default=3000,
+                        help="clients, brokers or HA connections")
     parser.add_argument("--every", type=int, default=600, help="peers between two reports")
     parser.add_argument("--tracemalloc", action="store_true",
                         help="trace the process's Python heap (slower, more memory)")

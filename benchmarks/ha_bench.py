@@ -49,10 +49,10 @@ import hapath  # noqa: E402
 import limits  # noqa: E402
 from broker_bench import (  # noqa: E402
     BROKER_SETTINGS, QUEUES, WORKLOADS, Brokers, Loaders, _brief, best_runs, errors,
-    print_profile, process_cpu_seconds, process_cpu_times, run_workloads, start_twistd,
-    table as send_table)
+    print_profile, run_workloads, start_twistd, table as send_table)
 from harness import (  # noqa: E402
-    _busy_seconds, _own_seconds, exit_on_sigterm, format_table, log, machine, ratio)
+    _busy_seconds, _own_seconds, exit_on_sigterm, format_table, log, machine,
+    process_cpu_seconds, process_cpu_times, ratio)
 from loadclient import SendRequests  # noqa: E402
 from namesrv_bench import pin  # noqa: E402
 from rmqproto.codec.bodies.route import KVTable  # noqa: E402

@@ -87,6 +87,20 @@ def _own_seconds():
     return t.user + t.system + t.children_user + t.children_system
 
 
+def process_cpu_times(pid):
+    """``(user, system)`` CPU seconds of process ``pid``, all its threads (``/proc/PID/stat``
+    fields 14, 15)."""
+    with open("/proc/%d/stat" % pid) as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def process_cpu_seconds(pid):
+    """utime + stime of process ``pid``, all its threads."""
+    return sum(process_cpu_times(pid))
+
+
 class OtherLoad:
     """``with OtherLoad() as other:`` then ``other.cores``: the CPU (in cores) everything
     but this process and its waited-for children used during the block. Well above zero

@@ -28,6 +28,8 @@ import struct
 import tempfile
 import time
 
+from harness import process_cpu_seconds
+
 __all__ = ["loopback_mb_s", "file_write_mb_s", "remoting_floor", "MB"]
 
 MB = 1024 * 1024
@@ -188,12 +190,6 @@ def _floor_server(kind, listener, cpu, ready):
     reactor.run()
 
 
-def _cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _drive(port, inflight, warmup, seconds, server_pid):
     """Keep ``inflight`` requests in flight; ``(requests/s, server CPU s, client CPU s,
     window s)``."""
@@ -232,10 +228,11 @@ def _drive(port, inflight, warmup, seconds, server_pid):
             answered += done
             now = time.perf_counter()
             if window is None and now - started >= warmup:
-                window = (now, answered, _cpu_seconds(server_pid), time.process_time())
+                window = (now, answered, process_cpu_seconds(server_pid), time.process_time())
             elif window is not None and now - window[0] >= seconds:
                 elapsed = now - window[0]
-                return ((answered - window[1]) / elapsed, _cpu_seconds(server_pid) - window[2],
+                return ((answered - window[1]) / elapsed,
+                        process_cpu_seconds(server_pid) - window[2],
                         time.process_time() - window[3], elapsed)
 
 
