@@ -12,9 +12,10 @@
   ``FrameDecoder`` only (``twisted``: frames split, each answered with one fixed frame) or
   our remoting layer (``remoting``: ``RemotingFactory``, ``decode_frame``, the dispatcher and
   an answer shaped as the send processor's, from a ``JsonResponseTemplate``; no store). A
-  blocking socket client (CPU 1) keeps 1, 8 or 32 SEND_MESSAGE_V2 requests of 128 B, built
-  as ``loadclient.py`` builds them, in flight over one connection; the figures are the
-  server's CPU per request (``/proc``, kernel included), the rate and both sides' cores.
+  blocking socket client (CPU 1; ``rawclient.Pipeline``, as ``broker_bench.py``'s raw
+  generator) keeps 1, 8 or 32 SEND_MESSAGE_V2 requests of 128 B, built as ``loadclient.py``
+  builds them, in flight over one connection; the figures are the server's CPU per request
+  (``/proc``, kernel included), the rate and both sides' cores.
 
     python benchmarks/limits.py [--megabytes 512] [--directory /tmp] [--seconds 3]
 """
@@ -24,7 +25,6 @@ import mmap
 import multiprocessing
 import os
 import socket
-import struct
 import tempfile
 import time
 
@@ -140,7 +140,6 @@ def file_write_mb_s(directory, total):
     return figures
 
 
-_LENGTH = struct.Struct(">i")
 #: What the remoting floor's server answers (``RemotingFactory`` or frame splitting only).
 FLOOR_SERVERS = ("twisted", "remoting")
 
@@ -192,39 +191,22 @@ def _floor_server(kind, listener, cpu, ready):
 
 def _drive(port, inflight, warmup, seconds, server_pid):
     """Keep ``inflight`` requests in flight; ``(requests/s, server CPU s, client CPU s,
-    window s)``."""
+    window s)``. Answers are only counted (the ``twisted`` server's carry no opaque)."""
     from loadclient import SendRequests
-    from rmqproto.codec.frame import encode_frame
+    from rawclient import Pipeline, connect, encoded_requests
 
-    requests = SendRequests("BenchFloor", 8, 128, 1)
-    frames = []
-    for opaque in range(1024):
-        request = requests.next_request()
-        request.opaque = opaque
-        frames.append(encode_frame(request))
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sent = inflight
-        sock.sendall(b"".join(frames[:inflight]))
-        pending, answered = b"", 0
+    frames = encoded_requests(SendRequests("BenchFloor", 8, 128, 1))
+    with connect("127.0.0.1:%d" % port, timeout=None) as sock:
+        pipeline = Pipeline(sock, frames, inflight)
+        pipeline.start()
+        answered = 0
         started = time.perf_counter()
         window = None
         while True:
-            data = sock.recv(1 << 16)
-            if not data:
-                raise RuntimeError("the remoting floor's server closed the connection")
-            pending += data
-            done, position = 0, 0
-            while len(pending) - position >= 4:
-                end = position + 4 + _LENGTH.unpack_from(pending, position)[0]
-                if end > len(pending):
-                    break
-                position, done = end, done + 1
-            pending = pending[position:]
+            done = len(pipeline.receive())
             if not done:
                 continue
-            sock.sendall(b"".join(frames[(sent + i) % 1024] for i in range(done)))
-            sent += done
+            pipeline.send(done)
             answered += done
             now = time.perf_counter()
             if window is None and now - started >= warmup:

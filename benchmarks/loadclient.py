@@ -123,16 +123,25 @@ def announce(word):
     print(word, flush=True)
 
 
-@defer.inlineCallbacks
-def route(client, namesrv, topic):
-    """``(master address, write queues)`` of ``topic`` from the NameServer."""
-    request = RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC,
-                              ext_fields=h.GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
-    answer = yield client.invoke(namesrv, request)
+def route_request(topic):
+    """The GET_ROUTEINFO_BY_TOPIC request for ``topic``."""
+    return RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                           ext_fields=h.GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
+
+
+def route_of(answer, topic):
+    """``(master address, write queues)`` of ``topic`` from the NameServer's ``answer``."""
     if answer.code != ResponseCode.SUCCESS:
         raise RuntimeError("no route for %s: %s" % (topic, answer.remark))
     data = TopicRouteData.from_json(answer.body)
     return data.broker_datas[0].master_addr(), data.queue_datas[0].write_queue_nums
+
+
+@defer.inlineCallbacks
+def route(client, namesrv, topic):
+    """``(master address, write queues)`` of ``topic`` from the NameServer."""
+    answer = yield client.invoke(namesrv, route_request(topic))
+    return route_of(answer, topic)
 
 
 @defer.inlineCallbacks
