@@ -4,12 +4,16 @@ broker 4.9.7, under the same load generators, in one run.
 Both brokers run side by side for the whole benchmark with the same settings (one Java
 ``broker.conf``: ASYNC_MASTER, ASYNC_FLUSH, the same commit-log and consume-queue file sizes,
 stores under a temporary directory) and register with the same NameServer (ours). Each has
-its own topics of 8 queues. Two load generators drive them in turn:
+its own topics of 8 queues. Three load generators drive them in turn:
 
 - ``java``: ``BrokerLoad`` (``benchmarks/java``) on the real RocketMQ 4.9.8 client:
   ``DefaultMQProducer`` threads sending synchronously, ``DefaultMQPushConsumer``;
 - ``python``: ``loadclient.py``, a Twisted client on ``rmqproto.remoting`` and the codecs
-  (N threads = N requests in flight on one connection).
+  (N threads = N requests in flight on one connection);
+- ``raw``: ``rawclient.py``, a blocking socket without Twisted re-sending pre-encoded
+  SEND_MESSAGE_V2 frames, N in flight on one connection: the cheapest client, so that the
+  broker rather than the client sets the pace. Single sends only (a workload names the
+  clients it is run with).
 
 Workloads: sends of 128 B and 1 KiB bodies at 1, 8 and 32 producer threads; batch sends
 (32 messages a request, 8 threads); consuming a backlog of 128 B messages from its first
@@ -72,13 +76,21 @@ BROKER_SETTINGS = dict(
     mappedFileSizeCommitLog=1024 * 1024 * 1024, mappedFileSizeConsumeQueue=300_000 * 20)
 
 
+#: The load generators: ``Loaders.command`` runs them.
+CLIENTS = ("java", "python", "raw")
+#: The generators that send only single messages (no batches, no consuming).
+SINGLE_SEND_ONLY = ("raw",)
+
+
 class Workload:
     """One row of the table: a send (``threads`` producer threads, ``batch`` messages a send)
-    or a consume of the backlog."""
+    or a consume of the backlog; ``clients`` are the load generators that can run it."""
 
     def __init__(self, name, mode, body_size=128, threads=1, batch=1):
         self.name, self.mode = name, mode
         self.body_size, self.threads, self.batch = body_size, threads, batch
+        single = mode == "send" and batch == 1
+        self.clients = tuple(c for c in CLIENTS if single or c not in SINGLE_SEND_ONLY)
 
     def loader_args(self, topic, warmup, seconds, backlog):
         if self.mode == "consume":
@@ -265,7 +277,7 @@ class Brokers:
 # ---------------------------------------------------------------- the benchmark
 
 class Loaders:
-    """Command lines of the two load generators."""
+    """Command lines of the load generators (:data:`CLIENTS`)."""
 
     def __init__(self, workdir, namesrv_addr):
         self.workdir, self.namesrv_addr = workdir, namesrv_addr
@@ -279,7 +291,8 @@ class Loaders:
         if loader == "java":
             command = java_command(self.classpath, LOAD_MAIN, self.namesrv_addr, *args, heap="256m")
             return command[:1] + self.java_props + command[1:]
-        return [sys.executable, str(HERE / "loadclient.py"), self.namesrv_addr, *map(str, args)]
+        script = {"python": "loadclient.py", "raw": "rawclient.py"}[loader]
+        return [sys.executable, str(HERE / script), self.namesrv_addr, *map(str, args)]
 
 
 def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, profile=None):
@@ -290,7 +303,7 @@ def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, p
         try:
             loaders = Loaders(workdir, brokers.namesrv_addr)
             topics = brokers.create_topics()
-            if any(w.mode == "consume" for w in workloads):
+            if any(w.mode == "consume" and set(w.clients) & set(loaders_) for w in workloads):
                 log("writing a backlog of %d messages to each broker" % backlog)
                 brokers.prefill(topics, backlog)
             results = run_workloads(brokers, loaders, topics, workloads, loaders_, warmup,
@@ -304,11 +317,11 @@ def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, p
 
 def run_workloads(brokers, loaders, topics, workloads, loaders_, warmup, seconds, repeat, reruns,
                   pinned, backlog=0):
-    """Each workload with each load generator against each of ``brokers.started``;
-    ``{workload: {loader: {broker: figures}}}``."""
+    """Each workload with each of ``loaders_`` that can run it (``workload.clients``) against
+    each of ``brokers.started``; ``{workload: {loader: {broker: figures}}}``."""
     results = {}
     for workload in workloads:
-        for loader in loaders_:
+        for loader in (c for c in loaders_ if c in workload.clients):
             def measure(pid, address):
                 name = next(n for n, (_, a) in brokers.started.items() if a == address)
                 args = workload.loader_args(topics[name], warmup, seconds, backlog)
@@ -411,8 +424,9 @@ def main(argv=None):
                              "0 with --quick)")
     parser.add_argument("--workload", action="append", choices=[w.name for w in WORKLOADS],
                         metavar="NAME", help="run only this workload (repeatable)")
-    parser.add_argument("--client", choices=("java", "python"), action="append",
-                        help="only this load generator (repeatable; default both)")
+    parser.add_argument("--client", choices=CLIENTS, action="append",
+                        help="only this load generator (repeatable; default all; raw runs "
+                             "single sends only)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin brokers and generators")
     parser.add_argument("--profile", type=Path,
                         help="run our broker under cProfile, save the stats there and print them")
@@ -429,7 +443,7 @@ def main(argv=None):
     profile = args.profile.resolve() if args.profile else None
     started = time.monotonic()
     reruns = args.reruns if args.reruns is not None else (0 if args.quick else 2 * args.repeat)
-    results = run(workloads, args.client or ["java", "python"], warmup, seconds, args.repeat,
+    results = run(workloads, args.client or list(CLIENTS), warmup, seconds, args.repeat,
                   reruns, pinned, BACKLOG[mode], profile)
     info = machine()
     placement = ("brokers pinned to CPU %d, load generators to CPU %d" % (BROKER_CPU, LOAD_CPU)
