@@ -11,17 +11,25 @@ runs in a thread of its own).
     python benchmarks/sendpath.py [--messages 20000] [--body-size 128] [--batch 1]
     python benchmarks/sendpath.py --profile          # cProfile: the stages and the top functions
     python benchmarks/sendpath.py --per-read 8       # through RemotingProtocol.dataReceived
+    python benchmarks/sendpath.py --instructions     # instructions a send, under callgrind
 
 With ``--per-read N`` the frames go through a :class:`RemotingProtocol` on a fake transport
 instead, N length-prefixed frames a ``dataReceived`` (what one socket read brings with N
 requests in flight), so the figure includes the protocol's buffering, frame splitting and
 writing (one ``transport.write`` a read).
+
+``--instructions`` runs the same under valgrind's callgrind and counts the instructions the
+timed sends execute (the set-up, warm-up and request frames are not counted): a figure that
+other load on the machine does not move, so two versions can be compared by one run each.
 """
 
 import argparse
 import cProfile
+import functools
 import pstats
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -198,6 +206,33 @@ def stage_table(stats, per_send_us):
     return "\n".join(rows)
 
 
+#: What callgrind collects: only inside this C function, through which the timed sends run.
+_COUNTED = "functools_reduce"
+
+
+def counted(runner, frames, controller):
+    """``runner(frames, controller)`` called from C's ``functools.reduce``, so that callgrind
+    started with ``--toggle-collect=functools_reduce`` counts the sends and nothing else."""
+    return functools.reduce(lambda _, __: runner(frames, controller), [None], None)
+
+
+def count_instructions(argv, sends):
+    """Run this script with ``argv`` (plus ``--counted``) under callgrind; instructions a send."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (Debian's package valgrind)")
+    with tempfile.TemporaryDirectory(prefix="sendpath-cg-") as out:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+             "--toggle-collect=" + _COUNTED, "--callgrind-out-file=%s/callgrind.out" % out,
+             sys.executable, __file__, *argv, "--counted"],
+            capture_output=True, text=True, check=False)
+    found = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+    if done.returncode or not found:
+        raise RuntimeError("callgrind run failed (exit %d):\n%s" % (done.returncode,
+                                                                     done.stderr[-2000:]))
+    return int(found.group(1)) / sends
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=20_000, help="sends to time")
@@ -207,7 +242,16 @@ def main(argv=None):
                         help="> 0: through RemotingProtocol, this many frames a dataReceived")
     parser.add_argument("--profile", action="store_true",
                         help="then run as many sends again under cProfile (CPU-time clock)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the instructions a send executes, under callgrind")
+    parser.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.instructions:
+        argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--instructions"]
+        print("%d sends of %d × %d B: %s instructions a send" % (
+            args.messages, args.batch, args.body_size,
+            "{:,.0f}".format(count_instructions(argv, args.messages))))
+        return
     exit_on_sigterm()
     root = Path(tempfile.mkdtemp(prefix="sendpath-"))
     try:
@@ -216,6 +260,8 @@ def main(argv=None):
         warmup = request_frames(2000, args.body_size, args.batch)
         check(warmup, runner(warmup, controller)[1])
         frames = request_frames(args.messages, args.body_size, args.batch)
+        if args.counted:
+            runner = partial(counted, runner)
         with OtherLoad() as other:
             seconds, answers = runner(frames, controller)
         check(frames, answers)
