@@ -1396,6 +1396,149 @@ decided:
     return result;
 }
 
+/* ---------------------------------------------------------------- request headers */
+
+enum { FIELD_STRING, FIELD_INT32, FIELD_INT64, FIELD_BOOLEAN };
+
+/* 1 with *value set when ASCII text is a Java int of bits (an optional sign, then decimal
+ * digits, in range); 0 when Python must decide (other digits, bad text, out of range). */
+static int
+java_integral(PyObject *text, int bits, long long *value)
+{
+    if (!PyUnicode_IS_ASCII(text))
+        return 0;
+    const char *s = (const char *)PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    int negative = 0;
+    if (n > 0 && (s[0] == '+' || s[0] == '-')) {
+        negative = s[0] == '-';
+        i = 1;
+    }
+    if (i == n)
+        return 0;
+    unsigned long long limit = (1ULL << (bits - 1)) - (negative ? 0 : 1), v = 0;
+    for (; i < n; i++) {
+        unsigned digit = (unsigned char)s[i] - '0';
+        if (digit > 9 || v > (limit - digit) / 10)
+            return 0;
+        v = v * 10 + digit;
+    }
+    *value = negative ? (long long)(0 - v) : (long long)v;
+    return 1;
+}
+
+/* 1 with *value set to Boolean.parseBoolean of ASCII text; 0 for Python to decide. */
+static int
+java_boolean(PyObject *text, int *value)
+{
+    if (!PyUnicode_IS_ASCII(text))
+        return 0;
+    const char *s = (const char *)PyUnicode_DATA(text);
+    static const char TRUE_TEXT[] = "true";
+    *value = PyUnicode_GET_LENGTH(text) == 4;
+    for (int i = 0; *value && i < 4; i++)
+        *value = (s[i] | 0x20) == TRUE_TEXT[i];
+    return 1;
+}
+
+/* The value of a field of kind from text: a new reference, NULL with no error set when
+ * Python must decide, NULL with an error set on failure. */
+static PyObject *
+field_value(PyObject *text, long kind)
+{
+    long long number;
+    int flag;
+    switch (kind) {
+    case FIELD_STRING:
+        return Py_NewRef(text);
+    case FIELD_INT32:
+    case FIELD_INT64:
+        if (!java_integral(text, kind == FIELD_INT32 ? 32 : 64, &number))
+            return NULL;
+        return PyLong_FromLongLong(number);
+    case FIELD_BOOLEAN:
+        if (!java_boolean(text, &flag))
+            return NULL;
+        return Py_NewRef(flag ? Py_True : Py_False);
+    }
+    return NULL;
+}
+
+PyDoc_STRVAR(decode_header_doc,
+"decode_header(plan, ext_fields)\n\n"
+"The written-out decoder of rmqproto.codec.headers._compile_decoder. plan is\n"
+"(target class, ((wire, attribute, kind, required, initial value), ...),\n"
+"((attribute, initial value), ...), the Python decoder); the Python decoder decides\n"
+"every ext_fields this does not decode itself (a missing required field, a value that\n"
+"is not a str, text that is not plain ASCII, a number it would refuse).");
+
+static PyObject *
+decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 2 && PyTuple_CheckExact(args[0]) && PyTuple_GET_SIZE(args[0]) == 4,
+                     "decode_header(plan, ext_fields): plan is a 4-tuple") < 0)
+        return NULL;
+    PyObject *plan = args[0], *ext = args[1];
+    PyTypeObject *target = (PyTypeObject *)PyTuple_GET_ITEM(plan, 0);
+    PyObject *fields = PyTuple_GET_ITEM(plan, 1), *not_decoded = PyTuple_GET_ITEM(plan, 2);
+    PyObject *python = PyTuple_GET_ITEM(plan, 3);
+    if (!PyType_Check(target) || !PyTuple_CheckExact(fields) || !PyTuple_CheckExact(not_decoded)) {
+        PyErr_SetString(PyExc_TypeError, "decode_header: a malformed plan");
+        return NULL;
+    }
+    if (ext != Py_None && !PyDict_CheckExact(ext))
+        return PyObject_CallOneArg(python, ext);
+    PyObject *header = target->tp_new(target, EMPTY_TUPLE, NULL);
+    if (header == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++) {
+        PyObject *field = PyTuple_GET_ITEM(fields, i);
+        if (!PyTuple_CheckExact(field) || PyTuple_GET_SIZE(field) != 5) {
+            PyErr_SetString(PyExc_TypeError, "decode_header: a malformed field");
+            goto failed;
+        }
+        PyObject *text = ext == Py_None ? NULL : PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(field, 0));
+        PyObject *value;
+        if (text == NULL && PyErr_Occurred())
+            goto failed;
+        if (text == NULL || text == Py_None) {
+            if (PyTuple_GET_ITEM(field, 3) == Py_True)
+                goto python_decides;  /* a required field is missing */
+            value = Py_NewRef(PyTuple_GET_ITEM(field, 4));
+        }
+        else {
+            if (!PyUnicode_CheckExact(text))
+                goto python_decides;
+            value = field_value(text, PyLong_AsLong(PyTuple_GET_ITEM(field, 2)));
+            if (value == NULL) {
+                if (PyErr_Occurred())
+                    goto failed;
+                goto python_decides;
+            }
+        }
+        int set = PyObject_SetAttr(header, PyTuple_GET_ITEM(field, 1), value);
+        Py_DECREF(value);
+        if (set < 0)
+            goto failed;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(not_decoded); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(not_decoded, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "decode_header: a malformed initial value");
+            goto failed;
+        }
+        if (PyObject_SetAttr(header, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0)
+            goto failed;
+    }
+    return header;
+python_decides:
+    Py_DECREF(header);
+    return PyObject_CallOneArg(python, ext);
+failed:
+    Py_DECREF(header);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
@@ -1417,6 +1560,8 @@ static PyMethodDef methods[] = {
      check_batch_records_doc},
     {"encode_stored_batch", (PyCFunction)(void (*)(void))encode_stored_batch, METH_FASTCALL,
      encode_stored_batch_doc},
+    {"decode_header", (PyCFunction)(void (*)(void))decode_header, METH_FASTCALL,
+     decode_header_doc},
     {NULL, NULL, 0, NULL},
 };
 

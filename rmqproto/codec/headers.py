@@ -21,12 +21,14 @@ and leaves the field unset (and the ``FastCodesHeader`` classes only log missing
 import keyword
 import math
 import re
+import sys
 from functools import lru_cache, partial
 
 from rmqproto.codec.codes import RequestCode
 from rmqproto.codec.fastjson import java_double_str, java_hashmap_order
 from rmqproto.codec.frame import SERIALIZE_ROCKETMQ
 from rmqproto.codec.javalang import java_string_hash
+from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError, MissingFieldError
 
 __all__ = [
@@ -245,6 +247,22 @@ def _compile_decoder(cls, target, decoders, not_decoded=()):
     return namespace["decode"]
 
 
+def _native_decoder(python_decode, target, decoders, not_decoded=()):
+    """``python_decode`` (from :func:`_compile_decoder`) in C when every decoded field is a
+    String, Integer, Long or Boolean (the C version hands every ``ext_fields`` it does not
+    decode itself to ``python_decode``, so values and errors stay the same); otherwise
+    ``python_decode`` itself."""
+    kinds = {None: 0, _JAVA_TYPES["Integer"].parse: 1, _JAVA_TYPES["Long"].parse: 2,
+             _JAVA_TYPES["Boolean"].parse: 3}
+    if speedups is None or any(parse not in kinds for _, _, parse, _, _ in decoders):
+        return python_decode
+    fields = tuple((wire, sys.intern(name), kinds[parse], bool(required), default)
+                   for wire, name, parse, required, default in decoders)
+    plan = (target, fields, tuple((sys.intern(name), default) for name, default in not_decoded),
+            python_decode)
+    return partial(speedups.decode_header, plan)
+
+
 @lru_cache(maxsize=1024)
 def _hashmap_order(keys):
     return java_hashmap_order(keys)
@@ -274,7 +292,11 @@ class _HeaderType(type):
              f.default) for f in cls.all_fields if f.wire in cls._decoded)
         cls._not_decoded = tuple((f.name, f.default) for f in cls.all_fields
                                  if f.wire not in cls._decoded)
-        cls._decode = staticmethod(_compile_decoder(cls, cls, cls._decoders, cls._not_decoded))
+        #: the written-out Python decoder, the reference of the C one in ``_decode``
+        cls._python_decode = staticmethod(
+            _compile_decoder(cls, cls, cls._decoders, cls._not_decoded))
+        cls._decode = staticmethod(_native_decoder(cls._python_decode, cls, cls._decoders,
+                                                   cls._not_decoded))
         if cls.java_class and not namespace.get("abstract"):
             HEADER_CLASSES[name] = cls
         return cls
@@ -470,8 +492,10 @@ _V2_AS_V1 = tuple((wire, "bname" if name == "broker_name" else name, *rest)
 SendMessageRequestHeader.to_v2 = _to_v2
 #: ``from_ext_fields(ext_fields).to_v1()`` in one pass, as the send path needs it for every
 #: message: V2's fields decoded straight into a V1 header, ``n`` as ``bname``.
-SendMessageRequestHeaderV2.v1_from_ext_fields = staticmethod(
+SendMessageRequestHeaderV2.python_v1_from_ext_fields = staticmethod(
     _compile_decoder(SendMessageRequestHeaderV2, _V1, _V2_AS_V1))
+SendMessageRequestHeaderV2.v1_from_ext_fields = staticmethod(_native_decoder(
+    SendMessageRequestHeaderV2.python_v1_from_ext_fields, _V1, _V2_AS_V1))
 SendMessageRequestHeaderV2.to_v1 = _to_v1
 
 SendMessageResponseHeader = _header(
