@@ -1539,6 +1539,129 @@ failed:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- frames */
+
+static const char *COMMAND_ATTR_NAMES[] = {
+    "code", "opaque", "flag", "ext_fields", "body", "remark", "language", "version",
+    "serialize_type"};
+#define COMMAND_ATTR_COUNT 9
+static PyObject *COMMAND_ATTR[COMMAND_ATTR_COUNT];
+/* The JSON header's keys, in the order of usual_header_values. */
+static const char *HEADER_KEY_NAMES[] = {
+    "code", "opaque", "flag", "extFields", "remark", "language", "version"};
+#define HEADER_KEY_COUNT 7
+static PyObject *HEADER_KEY[HEADER_KEY_COUNT];
+static PyObject *JAVA, *ZERO;
+
+/* The usual JSON header's values (code, opaque, flag, ext_fields or NULL, remark or NULL,
+ * language, version: borrowed) into values, 1; 0 when Python must decide. */
+static int
+usual_header_values(PyObject *header, PyObject **values)
+{
+    for (int i = 0; i < HEADER_KEY_COUNT; i++) {
+        values[i] = PyDict_GetItemWithError(header, HEADER_KEY[i]);
+        if (values[i] == NULL && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    for (int i = 0; i < HEADER_KEY_COUNT; i++) {
+        PyObject *value = values[i];
+        switch (i) {
+        case 3:  /* extFields: an object of strings */
+            if (value == Py_None)
+                values[i] = NULL;
+            else if (value != NULL) {
+                if (!PyDict_CheckExact(value))
+                    return 0;
+                Py_ssize_t pos = 0;
+                PyObject *key, *text;
+                while (PyDict_Next(value, &pos, &key, &text)) {
+                    if (!PyUnicode_CheckExact(text))
+                        return 0;
+                }
+            }
+            break;
+        case 4:  /* remark */
+            if (value == Py_None)
+                values[i] = NULL;
+            else if (value != NULL && !PyUnicode_CheckExact(value))
+                return 0;
+            break;
+        case 5:  /* language: a name */
+            if (value == NULL)
+                values[i] = JAVA;
+            else if (!PyUnicode_CheckExact(value))
+                return 0;
+            break;
+        default:  /* code, opaque, flag, version */
+            if (value == NULL)
+                values[i] = ZERO;
+            else if (!PyLong_CheckExact(value))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(decode_frame_doc,
+"decode_frame(plan, frame)\n\n"
+"rmqproto.codec.frame.python_decode_frame for a JSON frame whose header is the usual\n"
+"one (an object; extFields an object of strings; code, opaque, flag and version ints;\n"
+"remark a string; language a name). plan is (RemotingCommand, orjson.loads,\n"
+"python_decode_frame); every other frame goes to python_decode_frame, which decodes it\n"
+"or raises what it raises.");
+
+static PyObject *
+decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 2 && PyTuple_CheckExact(args[0]) && PyTuple_GET_SIZE(args[0]) == 3
+                     && PyType_Check(PyTuple_GET_ITEM(args[0], 0)),
+                     "decode_frame(plan, frame): plan is (command class, loads, python)") < 0)
+        return NULL;
+    PyTypeObject *command_type = (PyTypeObject *)PyTuple_GET_ITEM(args[0], 0);
+    PyObject *loads = PyTuple_GET_ITEM(args[0], 1), *python = PyTuple_GET_ITEM(args[0], 2);
+    PyObject *frame = args[1];
+    if (!PyBytes_CheckExact(frame) || PyBytes_GET_SIZE(frame) < 4)
+        return PyObject_CallOneArg(python, frame);
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(frame);
+    Py_ssize_t size = PyBytes_GET_SIZE(frame);
+    Py_ssize_t header_length = ((Py_ssize_t)p[1] << 16) | (p[2] << 8) | p[3];
+    if (p[0] != 0 || header_length > size - 4)  /* not JSON, or a bad length: Python says */
+        return PyObject_CallOneArg(python, frame);
+    PyObject *text = PyBytes_FromStringAndSize((const char *)p + 4, header_length);
+    if (text == NULL)
+        return NULL;
+    PyObject *header = PyObject_CallOneArg(loads, text);
+    Py_DECREF(text);
+    PyObject *values[HEADER_KEY_COUNT];
+    if (header == NULL || !PyDict_CheckExact(header) || !usual_header_values(header, values)) {
+        if (header == NULL)
+            PyErr_Clear();
+        Py_XDECREF(header);
+        return PyObject_CallOneArg(python, frame);
+    }
+    PyObject *body = PyBytes_FromStringAndSize((const char *)p + 4 + header_length,
+                                               size - 4 - header_length);
+    PyObject *command = body == NULL ? NULL : command_type->tp_new(command_type, EMPTY_TUPLE, NULL);
+    if (command == NULL)
+        goto failed;
+    /* code, opaque, flag, ext_fields, body, remark, language, version, serialize_type */
+    PyObject *attrs[COMMAND_ATTR_COUNT] = {
+        values[0], values[1], values[2], values[3] ? values[3] : Py_None, body,
+        values[4] ? values[4] : Py_None, values[5], values[6], ZERO};
+    for (int i = 0; i < COMMAND_ATTR_COUNT; i++) {
+        if (PyObject_SetAttr(command, COMMAND_ATTR[i], attrs[i]) < 0) {
+            Py_CLEAR(command);
+            goto failed;
+        }
+    }
+failed:
+    Py_XDECREF(body);
+    Py_DECREF(header);
+    return command;
+}
+
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
@@ -1562,6 +1685,8 @@ static PyMethodDef methods[] = {
      encode_stored_batch_doc},
     {"decode_header", (PyCFunction)(void (*)(void))decode_header, METH_FASTCALL,
      decode_header_doc},
+    {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
+     decode_frame_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1593,6 +1718,17 @@ PyInit__speedups(void)
         PyObject *zlib = PyImport_ImportModule("zlib");
         CRC32 = zlib == NULL ? NULL : PyObject_GetAttrString(zlib, "crc32");
         Py_XDECREF(zlib);
+        for (int i = 0; i < COMMAND_ATTR_COUNT; i++) {
+            if ((COMMAND_ATTR[i] = PyUnicode_InternFromString(COMMAND_ATTR_NAMES[i])) == NULL)
+                return NULL;
+        }
+        for (int i = 0; i < HEADER_KEY_COUNT; i++) {
+            if ((HEADER_KEY[i] = PyUnicode_InternFromString(HEADER_KEY_NAMES[i])) == NULL)
+                return NULL;
+        }
+        if ((JAVA = PyUnicode_InternFromString("JAVA")) == NULL
+                || (ZERO = PyLong_FromLong(0)) == NULL)
+            return NULL;
         MAGIC_CODE_V1 = PyLong_FromLong(MESSAGE_MAGIC_CODE);
         EMPTY_TUPLE = PyTuple_New(0);
         if (CRC32 == NULL || MAGIC_CODE_V1 == NULL || EMPTY_TUPLE == NULL)

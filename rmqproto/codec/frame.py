@@ -10,12 +10,14 @@ on the wire, and the test-suite proves the two agree byte for byte.
 """
 
 import struct
+from functools import partial
 
 import construct as cs
 import orjson
 
 from rmqproto.codec import fastjson
 from rmqproto.codec.construct_util import parse_or_raise
+from rmqproto.codec.native import speedups
 from rmqproto.errors import (
     BadHeaderLengthError,
     CodecError,
@@ -429,6 +431,15 @@ def decode_frame(frame):
         raise MalformedHeaderError("unknown serialize type %d" % serialize_type)
     cmd.body = bytes(frame[4 + header_length:])
     return cmd
+
+
+#: The Python :func:`decode_frame`, the reference of its C version.
+python_decode_frame = decode_frame
+if speedups is not None:
+    #: :func:`python_decode_frame` in C for a JSON frame with the usual header (the rest
+    #: goes to the Python one).
+    decode_frame = partial(speedups.decode_frame,  # noqa: F811
+                           (RemotingCommand, orjson.loads, python_decode_frame))
 
 
 def parse_frame_declared(data):
