@@ -11,6 +11,7 @@ controller then re-registers with the NameServers, as Java does).
 """
 
 import os
+from functools import lru_cache
 
 from twisted.logger import Logger
 
@@ -58,6 +59,7 @@ _NOT_ALLOWED_SEND_TOPICS = frozenset((
 _VALID_CHARS = frozenset("%|-_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
+@lru_cache(maxsize=4096)  # every send checks its topic; a broker's topics repeat
 def validate_topic(topic):
     """``TopicValidator.validateTopic``: ``None`` when valid, else Java's remark (the
     caller answers SYSTEM_ERROR). Length counts UTF-16 units, as Java's ``length()``."""

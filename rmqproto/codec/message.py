@@ -200,14 +200,10 @@ def _unpack_ip(packed):
     return socket.inet_ntop(socket.AF_INET6, packed)
 
 
-def _is_v6(host):
-    return ":" in host[0]
-
-
 def host_flags(born_host, store_host):
     """The sysFlag IPv6 bits (4 and 5) that ``born_host`` / ``store_host`` call for."""
-    return (BORNHOST_V6_FLAG if _is_v6(born_host) else 0) | (
-        STOREHOSTADDRESS_V6_FLAG if _is_v6(store_host) else 0)
+    return (BORNHOST_V6_FLAG if ":" in born_host[0] else 0) | (
+        STOREHOSTADDRESS_V6_FLAG if ":" in store_host[0] else 0)
 
 
 _MSG_ID_PORT_OFFSET = struct.Struct(">iq")

@@ -135,7 +135,8 @@ class RequestDispatcher:
             return self._answer(request, ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
         try:
             result = processor(request, context)
-            if not isinstance(result, Deferred):
+            # a whole frame is the usual answer; Deferred is an ABC, slow to isinstance
+            if type(result) is bytes or not isinstance(result, Deferred):
                 return self._finish(request, result)
         except Exception:
             return self._failed(request, Failure())

@@ -135,7 +135,9 @@ class RemotingProtocol(Protocol):
             deferred.callback(command)
             return
         answer = self.dispatcher.dispatch(command, self.context)
-        if isinstance(answer, Deferred):
+        if type(answer) is bytes:  # the usual answer (Deferred is an ABC, slow to isinstance)
+            self._write(answer)
+        elif isinstance(answer, Deferred):
             answer.addCallback(self._write_answer)
         elif answer is not None:
             self._write(answer)
