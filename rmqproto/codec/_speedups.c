@@ -1464,6 +1464,18 @@ field_value(PyObject *text, long kind)
     return NULL;
 }
 
+/* Item i of tuple when it is a tuple of size items (borrowed); else NULL with a TypeError
+ * saying what. */
+static PyObject *
+sized_item(PyObject *tuple, Py_ssize_t i, Py_ssize_t size, const char *what)
+{
+    PyObject *item = PyTuple_GET_ITEM(tuple, i);
+    if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == size)
+        return item;
+    PyErr_SetString(PyExc_TypeError, what);
+    return NULL;
+}
+
 PyDoc_STRVAR(decode_header_doc,
 "decode_header(plan, ext_fields)\n\n"
 "The written-out decoder of rmqproto.codec.headers._compile_decoder. plan is\n"
@@ -1492,11 +1504,9 @@ decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (header == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++) {
-        PyObject *field = PyTuple_GET_ITEM(fields, i);
-        if (!PyTuple_CheckExact(field) || PyTuple_GET_SIZE(field) != 5) {
-            PyErr_SetString(PyExc_TypeError, "decode_header: a malformed field");
+        PyObject *field = sized_item(fields, i, 5, "decode_header: a malformed field");
+        if (field == NULL)
             goto failed;
-        }
         PyObject *text = ext == Py_None ? NULL : PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(field, 0));
         PyObject *value;
         if (text == NULL && PyErr_Occurred())
@@ -1522,11 +1532,9 @@ decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto failed;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(not_decoded); i++) {
-        PyObject *pair = PyTuple_GET_ITEM(not_decoded, i);
-        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "decode_header: a malformed initial value");
+        PyObject *pair = sized_item(not_decoded, i, 2, "decode_header: a malformed initial value");
+        if (pair == NULL)
             goto failed;
-        }
         if (PyObject_SetAttr(header, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0)
             goto failed;
     }
