@@ -203,7 +203,7 @@ class HAMasterService(service.Service):
         log.info("HA service listening on port {port}", port=self.port)
         self.store.replica_waiter = self.wait_for_replica
         self.store.runtime_info_providers.append(self.runtime_info)
-        self.store.dispatch_listeners.append(self._on_dispatched)
+        self.store.append_listeners.append(self._on_appended)
         self._tick.start(TICK_SECONDS, now=False)
         self._diff_log_start = self.reactor.callLater(
             DIFF_LOG_FIRST_SECONDS, self._diff_log.start, DIFF_LOG_SECONDS, True)
@@ -213,7 +213,7 @@ class HAMasterService(service.Service):
         if self.store.replica_waiter == self.wait_for_replica:
             self.store.replica_waiter = None
         _remove(self.store.runtime_info_providers, self.runtime_info)
-        _remove(self.store.dispatch_listeners, self._on_dispatched)
+        _remove(self.store.append_listeners, self._on_appended)
         for timer in (self._deadline_timer, self._pump_call, self._diff_log_start):
             if timer is not None and timer.active():
                 timer.cancel()
@@ -270,8 +270,8 @@ class HAMasterService(service.Service):
                      offset=replica.transfer_from_where, oldest=oldest)
             replica.transfer_from_where = oldest
 
-    def _on_dispatched(self, requests):
-        """The store's dispatch listener: new bytes for the slaves, if any is connected (a
+    def _on_appended(self):
+        """The store's append listener: new bytes for the slaves, if any is connected (a
         slave that connects later is pumped from its own report)."""
         if self.table.replicas:
             self._schedule_pump()

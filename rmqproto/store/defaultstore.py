@@ -1,8 +1,9 @@
 """``DefaultMessageStore``: the RocketMQ 4.x store in its own on-disk format (reference §3).
 
 Runs on the reactor thread: appends are ``memcpy`` into mapped segments and dispatching
-to consume queues and the index happens right after each put (on a slave, replicated bytes
-are dispatched in slices in the reactor turns after the append); fsyncs run in a thread
+to consume queues and the index happens at the end of the reactor turn of the puts, or
+before a read of them, whichever comes first (on a slave, replicated bytes are dispatched
+in slices in the reactor turns after the append); fsyncs run in a thread
 (:mod:`rmqproto.store.flush`). Time comes from the reactor given to the constructor.
 
 Files: ``commitlog/``, ``consumequeue/<topic>/<queueId>/``, ``index/``, ``checkpoint``,
@@ -10,6 +11,7 @@ Files: ``commitlog/``, ``consumequeue/<topic>/<queueId>/``, ``index/``, ``checkp
 """
 
 import fcntl
+import functools
 import os
 
 from twisted.internet import defer, task
@@ -152,6 +154,17 @@ def _scan_bytes(max_msg_nums):
     return max(16000, max_msg_nums * _UNIT)
 
 
+def _dispatched_first(read):
+    """A read of consume queues or the index: the records put in this reactor turn and not
+    dispatched yet are dispatched before it, so that it sees every stored message."""
+    @functools.wraps(read)
+    def after_dispatch(self, *args, **kwargs):
+        if self.reput.deferred:
+            self._dispatch_deferred()
+        return read(self, *args, **kwargs)
+    return after_dispatch
+
+
 @implementer(IMessageStore)
 class DefaultMessageStore:
     """The default :class:`~rmqproto.store.interfaces.IMessageStore`.
@@ -186,8 +199,12 @@ class DefaultMessageStore:
         self.total_physical_memory = total_physical_memory()
         #: ``listener(requests)`` once per dispatched batch on a master, with its requests
         #: (tuples in ``DispatchRequest`` order; :func:`~rmqproto.store.dispatch.arrivals`
-        #: gives what Java's ``MessageArrivingListener`` is told): long polling, HA.
+        #: gives what Java's ``MessageArrivingListener`` is told): long polling.
         self.dispatch_listeners = []
+        #: ``listener()`` after each put that appended (before its dispatch): HA transfers.
+        self.append_listeners = []
+        #: the reactor call dispatching the records put in this turn
+        self._dispatch_call = None
         #: SYNC_MASTER: ``waiter(next_offset) -> Deferred of PutMessageStatus`` (the HA service).
         self.replica_waiter = None
         #: Callables adding entries to :meth:`runtime_info` (e.g. the schedule service).
@@ -318,11 +335,13 @@ class DefaultMessageStore:
         if self.is_shutdown and self._lock_fd is None:
             self._close_files()
             return
-        if self._reput_call is not None and self._reput_call.active():
-            self._reput_call.cancel()
-        self._reput_call = None
+        for call in (self._reput_call, self._dispatch_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._reput_call = self._dispatch_call = None
         if not self.is_shutdown:
-            self.reput.do_reput()  # what replication appended and no slice dispatched yet
+            # what replication appended and no slice dispatched yet, and the last puts
+            self.reput.do_reput()
         self.is_shutdown = True
         self.retention.stop()
         self.flusher.stop()
@@ -364,6 +383,7 @@ class DefaultMessageStore:
 
     # ------------------------------------------------------------ consume queues
 
+    @_dispatched_first
     def find_consume_queue(self, topic, queue_id, create=True):
         """The queue object (created empty on demand, as Java's ``findConsumeQueue``); None
         for a topic that cannot name a directory (only a log written elsewhere holds one:
@@ -401,6 +421,16 @@ class DefaultMessageStore:
         if not slave:
             for listener in self.dispatch_listeners:
                 listener(requests)
+
+    def _dispatch_deferred(self):
+        """Dispatch the records put since the last dispatch, as one batch: at the end of the
+        reactor turn of their puts, or before a read of consume queues or the index
+        (:func:`_dispatched_first`), whichever comes first. Java's reput thread, too,
+        dispatches apart from the puts, a millisecond or less after them."""
+        call, self._dispatch_call = self._dispatch_call, None
+        if call is not None and call.active():
+            call.cancel()
+        self.reput.dispatch_deferred()
 
     def _flush_full_index_file(self, full):
         """Fsync a full index file in a thread (its descriptor stays open until then, even if
@@ -493,9 +523,14 @@ class DefaultMessageStore:
         if at_head:
             if result.wrote_offset != before:
                 self.reput.skip_blank(before)
-            self.reput.dispatch_records(records, result.dispatch_fields)
+            # dispatched with the turn's other puts, as one batch (see _dispatch_deferred)
+            self.reput.defer_records(records, result.dispatch_fields)
+            if self._dispatch_call is None:
+                self._dispatch_call = self.reactor.callLater(0, self._dispatch_deferred)
         else:
             self.reput.do_reput()
+        for listener in self.append_listeners:
+            listener()
         self.stats.put(len(records), result.wrote_bytes)
         return self._after_append(result, wait)
 
@@ -566,6 +601,7 @@ class DefaultMessageStore:
         Index entries of the discarded offsets stay and find nothing, as after retention."""
         if self.is_shutdown or start_offset < 0 or start_offset % self.commit_log.file_size:
             return False
+        self._dispatch_deferred()  # before the files it would write to are gone
         self.commit_log.queue.destroy()
         for cq in self._all_queues():
             cq.destroy()
@@ -578,6 +614,7 @@ class DefaultMessageStore:
 
     # ------------------------------------------------------------ reading
 
+    @_dispatched_first
     def get_message(self, group, topic, queue_id, offset, max_msg_nums, message_filter=None):
         """``getMessage``; None when the store is shut down or not readable (the pull
         processor answers SYSTEM_ERROR then). An unknown queue is an empty one
@@ -659,19 +696,23 @@ class DefaultMessageStore:
             i += _UNIT
         return status, i // _UNIT, max_offset_py - max_phy_pulling > memory
 
+    @_dispatched_first
     def get_max_offset_in_queue(self, topic, queue_id):
         cq = self.find_consume_queue(topic, queue_id, create=False)
         return cq.max_offset_in_queue if cq is not None else 0
 
+    @_dispatched_first
     def get_min_offset_in_queue(self, topic, queue_id):
         cq = self.find_consume_queue(topic, queue_id, create=False)
         return cq.min_offset_in_queue if cq is not None else 0
 
+    @_dispatched_first
     def get_commit_log_offset_in_queue(self, topic, queue_id, consume_queue_offset):
         cq = self.find_consume_queue(topic, queue_id, create=False)
         unit = cq.unit(consume_queue_offset) if cq is not None else None
         return unit[0] if unit else 0
 
+    @_dispatched_first
     def get_offset_in_queue_by_time(self, topic, queue_id, timestamp):
         cq = self.find_consume_queue(topic, queue_id, create=False)
         if cq is None:
@@ -685,14 +726,17 @@ class DefaultMessageStore:
             return -1
         return self.commit_log.pickup_store_timestamp(unit[0], unit[1])
 
+    @_dispatched_first
     def get_earliest_message_time(self, topic, queue_id):
         cq = self.find_consume_queue(topic, queue_id, create=False)
         return self._unit_store_time(cq, cq.min_offset_in_queue) if cq is not None else -1
 
+    @_dispatched_first
     def get_message_store_timestamp(self, topic, queue_id, consume_queue_offset):
         cq = self.find_consume_queue(topic, queue_id, create=False)
         return self._unit_store_time(cq, consume_queue_offset)
 
+    @_dispatched_first
     def get_message_total_in_queue(self, topic, queue_id):
         cq = self.find_consume_queue(topic, queue_id, create=False)
         return cq.max_offset_in_queue - cq.min_offset_in_queue if cq is not None else -1
@@ -709,6 +753,7 @@ class DefaultMessageStore:
         except CodecError:
             return None
 
+    @_dispatched_first
     def query_message(self, topic, key, max_num, begin_timestamp, end_timestamp):
         """``queryMessage``: records indexed under ``key`` (a ``KEYS`` word or ``UNIQ_KEY``)."""
         result = QueryMessageResult()
@@ -744,6 +789,7 @@ class DefaultMessageStore:
         size = self.commit_log.record_size_at(offset) if offset >= 0 else None
         return self.commit_log.pickup_store_timestamp(offset, size) if size else -1
 
+    @_dispatched_first
     def get_topics(self):
         return sorted(self.consume_queue_table)
 

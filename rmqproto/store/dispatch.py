@@ -167,19 +167,33 @@ class ReputService:
         self.delay_table = delay_table
         self.dispatch = dispatch
         self.reput_from_offset = 0
+        #: dispatch fields of records the reput moved past and has not dispatched yet
+        self._deferred = []
 
     @property
     def behind(self):
         """``dispatchBehindBytes``."""
         return self.commit_log.max_offset - self.reput_from_offset
 
-    def dispatch_records(self, records, fields):
-        """Dispatch records just appended at ``reput_from_offset`` from their
-        :data:`~rmqproto.codec.message.DISPATCH_FIELDS` as the append gave them (no
-        re-read needed)."""
-        self.dispatch(requests_of_fields(fields, self.delay_table))
+    def defer_records(self, records, fields):
+        """Records just appended at ``reput_from_offset``, with their
+        :data:`~rmqproto.codec.message.DISPATCH_FIELDS` as the append gave them (no re-read
+        needed): the reput moves past them now and :meth:`dispatch_deferred` dispatches
+        them, with any others deferred before, as one batch."""
+        self._deferred += fields
         last = records[-1]
         self.reput_from_offset = last.commit_log_offset + last.store_size
+
+    @property
+    def deferred(self):
+        """Whether records wait for :meth:`dispatch_deferred`."""
+        return bool(self._deferred)
+
+    def dispatch_deferred(self):
+        """Dispatch the records :meth:`defer_records` took, in order."""
+        if self._deferred:
+            fields, self._deferred = self._deferred, []
+            self.dispatch(requests_of_fields(fields, self.delay_table))
 
     def skip_blank(self, blank_offset):
         """The commit log wrote an end-of-file blank at ``blank_offset``: move past it."""
@@ -193,6 +207,7 @@ class ReputService:
     def do_reput(self, max_bytes=None):
         """``doReput``: dispatch what is written after ``reput_from_offset``, everything or
         about ``max_bytes`` (whole records, at least one); whether it reached the end."""
+        self.dispatch_deferred()  # they come before what follows them
         log = self.commit_log
         if self.reput_from_offset < log.min_offset:
             self.reput_from_offset = log.min_offset

@@ -24,13 +24,13 @@ class FakeHAStore:
         self.min_offset = 0
         self.replica_waiter = None
         self.runtime_info_providers = []
-        self.dispatch_listeners = []
+        self.append_listeners = []
         self.reads = 0
 
     def append(self, data):
         self.log += data
-        for listener in self.dispatch_listeners:
-            listener([])
+        for listener in self.append_listeners:
+            listener()
         return len(self.log)
 
     def get_max_phy_offset(self):
@@ -112,7 +112,7 @@ def test_start_listens_on_the_ha_port_and_installs_the_hooks():
     assert store.runtime_info_providers == [ha.runtime_info]
     ha.stopService()
     assert store.replica_waiter is None and store.runtime_info_providers == []
-    assert store.dispatch_listeners == []
+    assert store.append_listeners == []
 
 
 def test_a_connection_is_registered_before_any_io_and_a_probe_leaks_nothing():

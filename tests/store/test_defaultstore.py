@@ -541,11 +541,52 @@ def test_a_batch_put_reaches_the_dispatch_listeners_in_one_call(stores):
     store.dispatch_listeners.append(lambda requests: seen.append(list(arrivals(requests))))
     batch = [record(queue_id=1, TAGS="t%d" % i, UNIQ_KEY="B%d" % i) for i in range(5)]
     store.put_messages(batch)
+    stores.clock.advance(0)  # the end of the reactor turn
     (arrived,) = seen
     assert [a[:4] for a in arrived] == [("TopicA", 1, i + 1, msg.tags_code("t%d" % i))
                                         for i in range(5)]
     assert [a[5]["UNIQ_KEY"] for a in arrived] == ["B%d" % i for i in range(5)]
     assert len({a[4] for a in arrived}) == 1  # one store timestamp
+
+
+def test_the_puts_of_a_reactor_turn_are_dispatched_together_at_its_end(stores):
+    store = stores.open()
+    seen, appended = [], []
+    store.dispatch_listeners.append(lambda requests: seen.append([a[:3] for a in arrivals(requests)]))
+    store.append_listeners.append(lambda: appended.append(store.get_max_phy_offset()))
+    first = store.put_message(record(queue_id=0, UNIQ_KEY="A"))
+    store.put_message(record(queue_id=1, UNIQ_KEY="B"))
+    assert first.result.status is S.PUT_OK  # answered before the dispatch
+    assert seen == [] and len(appended) == 2  # the HA hears of each append at once
+    stores.clock.advance(0)
+    assert seen == [[("TopicA", 0, 1), ("TopicA", 1, 1)]]
+    stores.clock.advance(0)
+    assert len(seen) == 1  # nothing dispatched twice
+
+
+def test_a_read_in_the_turn_of_a_put_sees_it(stores):
+    store = stores.open()
+    seen = []
+    store.dispatch_listeners.append(seen.append)
+    store.put_message(record(queue_id=2, UNIQ_KEY="U1"))
+    assert store.get_max_offset_in_queue("TopicA", 2) == 1  # dispatched first
+    assert len(seen) == 1
+    store.put_message(record(queue_id=2, KEYS="k2", UNIQ_KEY="U2"))
+    assert len(store.query_message("TopicA", "k2", 10, 0, 1 << 62).messages) == 1
+    store.put_message(record(queue_id=2, UNIQ_KEY="U3"))
+    got = store.get_message("g", "TopicA", 2, 0, 32)
+    assert got.status is G.FOUND and len(got.messages) == 3
+    stores.clock.advance(0)
+    assert len(seen) == 3  # each put once, none again at the end of the turn
+
+
+def test_shutdown_dispatches_the_last_puts(stores):
+    store = stores.open()
+    store.put_message(record(queue_id=3, UNIQ_KEY="Z"))
+    store.shutdown()
+    reopened = stores.open()
+    assert reopened.get_max_offset_in_queue("TopicA", 3) == 1
+    assert reopened.dispatch_behind_bytes() == 0
 
 
 def test_a_second_process_cannot_open_a_running_store(stores):

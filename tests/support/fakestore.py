@@ -6,7 +6,7 @@ own pure rules decide what is stored where: a ``DELAY`` level moves a message (n
 batch message) to ``SCHEDULE_TOPIC_XXXX`` (``to_schedule_topic``); a batch message keeps
 the stored properties string of Java's batch rule; the tags code is the dispatcher's
 (``dispatch_request``: the delivery time in the schedule topic), and each put's request is
-handed to the ``dispatch_listeners``. ``get_message`` answers
+handed to the ``dispatch_listeners`` (after the ``append_listeners``). ``get_message`` answers
 Java's statuses (reference §2.3); nothing waits for a flush.
 
 Knobs: ``put_status`` (every put answers it; the stored statuses still store),
@@ -48,6 +48,7 @@ class FakeStore:
         self.queues = {}  # (topic, queue_id) -> [(physical offset, size, tags code)]
         self.min_offsets = {}  # (topic, queue_id) -> logical offset of the first unit
         self.dispatch_listeners = []
+        self.append_listeners = []
         self.put_status = None
         self.suggest_slave = False
         self.puts = []
@@ -108,6 +109,8 @@ class FakeStore:
         request = dispatch_request(record, self.delay_table)
         queue.append((record.commit_log_offset, len(raw), request.tags_code))
         self.puts.append(record)
+        for listener in self.append_listeners:
+            listener()
         for listener in self.dispatch_listeners:
             listener([request])
 
