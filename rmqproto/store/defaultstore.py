@@ -388,6 +388,10 @@ class DefaultMessageStore:
         """The queue object (created empty on demand, as Java's ``findConsumeQueue``); None
         for a topic that cannot name a directory (only a log written elsewhere holds one:
         puts refuse it), whose records then stay in the commit log only."""
+        return self._consume_queue(topic, queue_id, create)
+
+    def _consume_queue(self, topic, queue_id, create=True):
+        """:meth:`find_consume_queue` for the dispatch and the reads that dispatched first."""
         queues = self.consume_queue_table.get(topic)
         cq = queues.get(queue_id) if queues else None
         if cq is None and create:
@@ -406,7 +410,7 @@ class DefaultMessageStore:
         the index, the dispatch listeners."""
         runs, store_timestamp = consume_queue_runs(requests)
         for (topic, queue_id), units in runs.items():
-            cq = self.find_consume_queue(topic, queue_id)
+            cq = self._consume_queue(topic, queue_id)
             if cq is not None:
                 cq.put_positions(units)
         slave = self.config["brokerRole"] == "SLAVE"
@@ -626,7 +630,7 @@ class DefaultMessageStore:
         def correction(new):
             return next_offset_correction(offset, new, role, check_in_slave)
 
-        cq = self.find_consume_queue(topic, queue_id, create=False)
+        cq = self._consume_queue(topic, queue_id, create=False)
         if cq is None:
             result = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, next_begin_offset=correction(0))
             self.stats.get(False, 0)
@@ -698,23 +702,23 @@ class DefaultMessageStore:
 
     @_dispatched_first
     def get_max_offset_in_queue(self, topic, queue_id):
-        cq = self.find_consume_queue(topic, queue_id, create=False)
+        cq = self._consume_queue(topic, queue_id, create=False)
         return cq.max_offset_in_queue if cq is not None else 0
 
     @_dispatched_first
     def get_min_offset_in_queue(self, topic, queue_id):
-        cq = self.find_consume_queue(topic, queue_id, create=False)
+        cq = self._consume_queue(topic, queue_id, create=False)
         return cq.min_offset_in_queue if cq is not None else 0
 
     @_dispatched_first
     def get_commit_log_offset_in_queue(self, topic, queue_id, consume_queue_offset):
-        cq = self.find_consume_queue(topic, queue_id, create=False)
+        cq = self._consume_queue(topic, queue_id, create=False)
         unit = cq.unit(consume_queue_offset) if cq is not None else None
         return unit[0] if unit else 0
 
     @_dispatched_first
     def get_offset_in_queue_by_time(self, topic, queue_id, timestamp):
-        cq = self.find_consume_queue(topic, queue_id, create=False)
+        cq = self._consume_queue(topic, queue_id, create=False)
         if cq is None:
             return 0
         return cq.offset_by_time(timestamp, self.commit_log.pickup_store_timestamp,
@@ -728,17 +732,17 @@ class DefaultMessageStore:
 
     @_dispatched_first
     def get_earliest_message_time(self, topic, queue_id):
-        cq = self.find_consume_queue(topic, queue_id, create=False)
+        cq = self._consume_queue(topic, queue_id, create=False)
         return self._unit_store_time(cq, cq.min_offset_in_queue) if cq is not None else -1
 
     @_dispatched_first
     def get_message_store_timestamp(self, topic, queue_id, consume_queue_offset):
-        cq = self.find_consume_queue(topic, queue_id, create=False)
+        cq = self._consume_queue(topic, queue_id, create=False)
         return self._unit_store_time(cq, consume_queue_offset)
 
     @_dispatched_first
     def get_message_total_in_queue(self, topic, queue_id):
-        cq = self.find_consume_queue(topic, queue_id, create=False)
+        cq = self._consume_queue(topic, queue_id, create=False)
         return cq.max_offset_in_queue - cq.min_offset_in_queue if cq is not None else -1
 
     def select_one_message_by_offset(self, commit_log_offset):
