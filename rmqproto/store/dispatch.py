@@ -190,10 +190,17 @@ class ReputService:
         return bool(self._deferred)
 
     def dispatch_deferred(self):
-        """Dispatch the records :meth:`defer_records` took, in order."""
+        """Dispatch the records :meth:`defer_records` took, in order. If that fails, the
+        reput goes back to the first of them, so that :meth:`do_reput` dispatches them again
+        from the commit log (units already written are skipped), as after a put whose
+        dispatch failed."""
         if self._deferred:
             fields, self._deferred = self._deferred, []
-            self.dispatch(requests_of_fields(fields, self.delay_table))
+            try:
+                self.dispatch(requests_of_fields(fields, self.delay_table))
+            except BaseException:
+                self.reput_from_offset = fields[0][3]  # DISPATCH_FIELDS: the offset
+                raise
 
     def skip_blank(self, blank_offset):
         """The commit log wrote an end-of-file blank at ``blank_offset``: move past it."""

@@ -580,6 +580,28 @@ def test_a_read_in_the_turn_of_a_put_sees_it(stores):
     assert len(seen) == 3  # each put once, none again at the end of the turn
 
 
+def test_a_failed_deferred_dispatch_is_done_again_from_the_commit_log(stores):
+    store = stores.open()
+    store.put_message(record(queue_id=4, UNIQ_KEY="F1"))
+    store.put_message(record(queue_id=5, UNIQ_KEY="F2"))
+    dispatch = store.reput.dispatch
+
+    def fail_once(requests):
+        store.reput.dispatch = dispatch
+        dispatch(requests[:1])  # the first unit is written, then the disk fails
+        raise OSError("no space left on device")
+
+    store.reput.dispatch = fail_once
+    with pytest.raises(OSError):
+        store.get_max_offset_in_queue("TopicA", 4)
+    store.put_message(record(queue_id=5, UNIQ_KEY="F3"))  # not at the head: the reput re-reads
+    assert [store.get_max_offset_in_queue("TopicA", q) for q in (4, 5)] == [1, 2]
+    found = store.get_message("g", "TopicA", 5, 0, 32)
+    assert [m.properties["UNIQ_KEY"] for m in map(msg.decode_record, found.messages)] == [
+        "F2", "F3"]
+    assert store.dispatch_behind_bytes() == 0
+
+
 def test_shutdown_dispatches_the_last_puts(stores):
     store = stores.open()
     store.put_message(record(queue_id=3, UNIQ_KEY="Z"))
