@@ -160,7 +160,7 @@ def _dispatched_first(read):
     @functools.wraps(read)
     def after_dispatch(self, *args, **kwargs):
         if self.reput.deferred:
-            self._dispatch_deferred()
+            self.reput.dispatch_deferred()
         return read(self, *args, **kwargs)
     return after_dispatch
 
@@ -203,8 +203,6 @@ class DefaultMessageStore:
         self.dispatch_listeners = []
         #: ``listener()`` after each put that appended (before its dispatch): HA transfers.
         self.append_listeners = []
-        #: the reactor call dispatching the records put in this turn
-        self._dispatch_call = None
         #: SYNC_MASTER: ``waiter(next_offset) -> Deferred of PutMessageStatus`` (the HA service).
         self.replica_waiter = None
         #: Callables adding entries to :meth:`runtime_info` (e.g. the schedule service).
@@ -335,10 +333,9 @@ class DefaultMessageStore:
         if self.is_shutdown and self._lock_fd is None:
             self._close_files()
             return
-        for call in (self._reput_call, self._dispatch_call):
-            if call is not None and call.active():
-                call.cancel()
-        self._reput_call = self._dispatch_call = None
+        if self._reput_call is not None and self._reput_call.active():
+            self._reput_call.cancel()
+        self._reput_call = None
         if not self.is_shutdown:
             # what replication appended and no slice dispatched yet, and the last puts
             self.reput.do_reput()
@@ -425,16 +422,6 @@ class DefaultMessageStore:
         if not slave:
             for listener in self.dispatch_listeners:
                 listener(requests)
-
-    def _dispatch_deferred(self):
-        """Dispatch the records put since the last dispatch, as one batch: at the end of the
-        reactor turn of their puts, or before a read of consume queues or the index
-        (:func:`_dispatched_first`), whichever comes first. Java's reput thread, too,
-        dispatches apart from the puts, a millisecond or less after them."""
-        call, self._dispatch_call = self._dispatch_call, None
-        if call is not None and call.active():
-            call.cancel()
-        self.reput.dispatch_deferred()
 
     def _flush_full_index_file(self, full):
         """Fsync a full index file in a thread (its descriptor stays open until then, even if
@@ -527,10 +514,11 @@ class DefaultMessageStore:
         if at_head:
             if result.wrote_offset != before:
                 self.reput.skip_blank(before)
-            # dispatched with the turn's other puts, as one batch (see _dispatch_deferred)
+            # dispatched with the turn's other puts, as one batch, by the reput at the end
+            # of the turn (or first thing in a read: _dispatched_first), as Java's reput
+            # thread dispatches apart from the puts
             self.reput.defer_records(records, result.dispatch_fields)
-            if self._dispatch_call is None:
-                self._dispatch_call = self.reactor.callLater(0, self._dispatch_deferred)
+            self._schedule_reput()
         else:
             self.reput.do_reput()
         for listener in self.append_listeners:
@@ -590,8 +578,9 @@ class DefaultMessageStore:
             self._reput_call = self.reactor.callLater(0, self._reput_slice)
 
     def _reput_slice(self):
-        """Dispatch about :data:`REPUT_SLICE_BYTES`; the rest in the next turn, so that a long
-        catch-up never keeps the reactor from heartbeats, reports and requests."""
+        """Dispatch the puts deferred in this turn, then about :data:`REPUT_SLICE_BYTES` of
+        replicated bytes; the rest in the next turn, so that a long catch-up never keeps the
+        reactor from heartbeats, reports and requests."""
         self._reput_call = None
         if not self.is_shutdown and not self.reput.do_reput(REPUT_SLICE_BYTES):
             self._schedule_reput()
@@ -605,7 +594,7 @@ class DefaultMessageStore:
         Index entries of the discarded offsets stay and find nothing, as after retention."""
         if self.is_shutdown or start_offset < 0 or start_offset % self.commit_log.file_size:
             return False
-        self._dispatch_deferred()  # before the files it would write to are gone
+        self.reput.dispatch_deferred()  # before the files it would write to are gone
         self.commit_log.queue.destroy()
         for cq in self._all_queues():
             cq.destroy()

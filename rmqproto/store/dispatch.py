@@ -154,6 +154,10 @@ if speedups is not None:
     consume_queue_runs = speedups.consume_queue_runs  # noqa: F811
 
 
+#: Where a record's commit-log offset is in its ``DISPATCH_FIELDS`` tuple.
+_OFFSET_FIELD = msg.DISPATCH_FIELDS.index("commit_log_offset")
+
+
 class ReputService:
     """Feeds every commit-log record after ``reput_from_offset`` to ``dispatch(requests)``, a
     list of :class:`DispatchRequest` at a time (at most :data:`DISPATCH_BATCH`), in order.
@@ -199,7 +203,7 @@ class ReputService:
             try:
                 self.dispatch(requests_of_fields(fields, self.delay_table))
             except BaseException:
-                self.reput_from_offset = fields[0][3]  # DISPATCH_FIELDS: the offset
+                self.reput_from_offset = fields[0][_OFFSET_FIELD]
                 raise
 
     def skip_blank(self, blank_offset):
