@@ -1507,7 +1507,8 @@ decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *field = sized_item(fields, i, 5, "decode_header: a malformed field");
         if (field == NULL)
             goto failed;
-        PyObject *text = ext == Py_None ? NULL : PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(field, 0));
+        PyObject *text = ext == Py_None
+            ? NULL : PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(field, 0));
         PyObject *value;
         if (text == NULL && PyErr_Occurred())
             goto failed;
@@ -1561,53 +1562,69 @@ static const char *HEADER_KEY_NAMES[] = {
 static PyObject *HEADER_KEY[HEADER_KEY_COUNT];
 static PyObject *JAVA, *ZERO;
 
+/* The JSON header's value of key (borrowed, NULL when absent), 1; 0 on a lookup error. */
+static int
+header_value(PyObject *header, PyObject *key, PyObject **value)
+{
+    *value = PyDict_GetItemWithError(header, key);
+    if (*value == NULL && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* An int field (code, opaque, flag, version): its value, 0 when absent; 1, or 0 when
+ * Python must decide. */
+static int
+int_field(PyObject *header, PyObject *key, PyObject **value)
+{
+    if (!header_value(header, key, value))
+        return 0;
+    if (*value == NULL)
+        *value = ZERO;
+    return PyLong_CheckExact(*value);
+}
+
+/* A string field: its value, NULL when absent or null (remark), or default_value when
+ * absent (language, which may not be null here); 1, or 0 when Python must decide. */
+static int
+str_field(PyObject *header, PyObject *key, PyObject *default_value, PyObject **value)
+{
+    if (!header_value(header, key, value))
+        return 0;
+    if (*value == NULL)
+        *value = default_value;
+    else if (*value == Py_None && default_value == NULL)
+        *value = NULL;
+    return *value == NULL || PyUnicode_CheckExact(*value);
+}
+
 /* The usual JSON header's values (code, opaque, flag, ext_fields or NULL, remark or NULL,
  * language, version: borrowed) into values, 1; 0 when Python must decide. */
 static int
 usual_header_values(PyObject *header, PyObject **values)
 {
-    for (int i = 0; i < HEADER_KEY_COUNT; i++) {
-        values[i] = PyDict_GetItemWithError(header, HEADER_KEY[i]);
-        if (values[i] == NULL && PyErr_Occurred()) {
-            PyErr_Clear();
+    if (!int_field(header, HEADER_KEY[0], &values[0])
+            || !int_field(header, HEADER_KEY[1], &values[1])
+            || !int_field(header, HEADER_KEY[2], &values[2])
+            || !header_value(header, HEADER_KEY[3], &values[3])
+            || !str_field(header, HEADER_KEY[4], NULL, &values[4])
+            || !str_field(header, HEADER_KEY[5], JAVA, &values[5])
+            || !int_field(header, HEADER_KEY[6], &values[6]))
+        return 0;
+    PyObject *ext = values[3];  /* extFields: an object of strings */
+    if (ext == Py_None)
+        values[3] = ext = NULL;
+    if (ext == NULL)
+        return 1;
+    if (!PyDict_CheckExact(ext))
+        return 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *text;
+    while (PyDict_Next(ext, &pos, &key, &text)) {
+        if (!PyUnicode_CheckExact(text))
             return 0;
-        }
-    }
-    for (int i = 0; i < HEADER_KEY_COUNT; i++) {
-        PyObject *value = values[i];
-        switch (i) {
-        case 3:  /* extFields: an object of strings */
-            if (value == Py_None)
-                values[i] = NULL;
-            else if (value != NULL) {
-                if (!PyDict_CheckExact(value))
-                    return 0;
-                Py_ssize_t pos = 0;
-                PyObject *key, *text;
-                while (PyDict_Next(value, &pos, &key, &text)) {
-                    if (!PyUnicode_CheckExact(text))
-                        return 0;
-                }
-            }
-            break;
-        case 4:  /* remark */
-            if (value == Py_None)
-                values[i] = NULL;
-            else if (value != NULL && !PyUnicode_CheckExact(value))
-                return 0;
-            break;
-        case 5:  /* language: a name */
-            if (value == NULL)
-                values[i] = JAVA;
-            else if (!PyUnicode_CheckExact(value))
-                return 0;
-            break;
-        default:  /* code, opaque, flag, version */
-            if (value == NULL)
-                values[i] = ZERO;
-            else if (!PyLong_CheckExact(value))
-                return 0;
-        }
     }
     return 1;
 }
