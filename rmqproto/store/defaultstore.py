@@ -208,6 +208,8 @@ class DefaultMessageStore:
         #: Callables adding entries to :meth:`runtime_info` (e.g. the schedule service).
         self.runtime_info_providers = []
         self._reput_call = None
+        #: a put asked the flusher to look at the commit log (done once, at the turn's end)
+        self._flush_wanted = False
         self.flusher = CommitLogFlusher(self.commit_log.queue, values, reactor, self.run_blocking,
                                         self._on_commit_log_flushed)
         self.cq_flusher = None
@@ -532,7 +534,9 @@ class DefaultMessageStore:
         if self.config["flushDiskType"] == "SYNC_FLUSH" and wait:
             flushed = self.flusher.wait_for(next_offset)
         else:
-            self.flusher.wakeup()
+            # Java's put only wakes its flush thread: the turn's puts wake ours once
+            self._flush_wanted = True
+            self._schedule_reput()
             flushed = None
         replicated = None
         if (self.config["brokerRole"] == "SYNC_MASTER" and wait
@@ -580,9 +584,14 @@ class DefaultMessageStore:
     def _reput_slice(self):
         """Dispatch the puts deferred in this turn, then about :data:`REPUT_SLICE_BYTES` of
         replicated bytes; the rest in the next turn, so that a long catch-up never keeps the
-        reactor from heartbeats, reports and requests."""
+        reactor from heartbeats, reports and requests. Wake the flusher if a put asked."""
         self._reput_call = None
-        if not self.is_shutdown and not self.reput.do_reput(REPUT_SLICE_BYTES):
+        if self.is_shutdown:
+            return
+        if self._flush_wanted:
+            self._flush_wanted = False
+            self.flusher.wakeup()
+        if not self.reput.do_reput(REPUT_SLICE_BYTES):
             self._schedule_reput()
 
     def dispatch_behind_bytes(self):

@@ -564,6 +564,20 @@ def test_the_puts_of_a_reactor_turn_are_dispatched_together_at_its_end(stores):
     assert len(seen) == 1  # nothing dispatched twice
 
 
+def test_the_puts_of_a_reactor_turn_wake_the_async_flusher_once_at_its_end(stores):
+    store = stores.open()
+    wakeups = []
+    wakeup = store.flusher.wakeup
+    store.flusher.wakeup = lambda: wakeups.append(store.get_max_phy_offset()) or wakeup()
+    for i in range(3):
+        store.put_message(record(queue_id=i, UNIQ_KEY="W%d" % i))
+    assert wakeups == []
+    stores.clock.advance(0)
+    assert wakeups == [store.get_max_phy_offset()]
+    stores.clock.advance(0)
+    assert len(wakeups) == 1  # a turn without puts does not wake it
+
+
 def test_a_read_in_the_turn_of_a_put_sees_it(stores):
     store = stores.open()
     seen = []
