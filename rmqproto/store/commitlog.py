@@ -239,7 +239,7 @@ class CommitLog:
         offset 0 and leaves the queue's counter as it is, as Java's ``doAppend``."""
         first = records[0]
         key = (first.topic, first.queue_id)
-        total = sum([r.store_size for r in records])
+        total = first.store_size if len(records) == 1 else sum([r.store_size for r in records])
         mapped = self._file_for(total)
         if mapped is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
@@ -255,7 +255,8 @@ class CommitLog:
         if is_consumable:
             self.topic_queue_table[key] = begin_queue_offset + len(records)
         return AppendMessageResult(
-            AppendMessageStatus.PUT_OK, begin_offset, total, ",".join(ids), store_timestamp,
+            AppendMessageStatus.PUT_OK, begin_offset, total,
+            ids[0] if len(ids) == 1 else ",".join(ids), store_timestamp,
             begin_queue_offset, len(records), dispatch_fields)
 
     def append_data(self, start_offset, data):

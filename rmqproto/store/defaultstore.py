@@ -508,7 +508,7 @@ class DefaultMessageStore:
     def _append(self, records, properties, wait):
         """Append ``records`` that passed the checks (``properties``: the strings they
         measured) to the commit log, dispatch what it wrote and start the waits."""
-        before = self.commit_log.max_offset
+        before = self.commit_log.queue.max_offset
         at_head = self.reput.reput_from_offset == before
         result = self.commit_log.append(records, self.now(), properties)
         if result.status is not AppendMessageStatus.PUT_OK:
@@ -519,7 +519,8 @@ class DefaultMessageStore:
             # dispatched with the turn's other puts, as one batch, by the reput at the end
             # of the turn (or first thing in a read: _dispatched_first), as Java's reput
             # thread dispatches apart from the puts
-            self.reput.defer_records(records, result.dispatch_fields)
+            self.reput.defer_records(result.dispatch_fields,
+                                     result.wrote_offset + result.wrote_bytes)
             self._schedule_reput()
         else:
             self.reput.do_reput()

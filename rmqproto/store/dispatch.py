@@ -179,14 +179,13 @@ class ReputService:
         """``dispatchBehindBytes``."""
         return self.commit_log.max_offset - self.reput_from_offset
 
-    def defer_records(self, records, fields):
-        """Records just appended at ``reput_from_offset``, with their
+    def defer_records(self, fields, next_offset):
+        """Records just appended at ``reput_from_offset`` up to ``next_offset``, with their
         :data:`~rmqproto.codec.message.DISPATCH_FIELDS` as the append gave them (no re-read
         needed): the reput moves past them now and :meth:`dispatch_deferred` dispatches
         them, with any others deferred before, as one batch."""
         self._deferred += fields
-        last = records[-1]
-        self.reput_from_offset = last.commit_log_offset + last.store_size
+        self.reput_from_offset = next_offset
 
     @property
     def deferred(self):

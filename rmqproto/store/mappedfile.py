@@ -229,8 +229,9 @@ class MappedFileQueue:
 
     def last_mapped_file(self, start_offset=0, create=True):
         """``getLastMappedFile``: the file being written, a new one when it is full or there is none."""
-        last = self.last_file
-        if last is not None and not last.is_full:
+        files = self.files
+        last = files[-1] if files else None
+        if last is not None and last.wrote_position < self.file_size:  # not full: the usual
             return last
         if not create:
             return last
@@ -275,8 +276,11 @@ class MappedFileQueue:
     @property
     def max_offset(self):
         """The offset after the last written byte (0 without files)."""
-        last = self.last_file
-        return last.file_from_offset + last.wrote_position if last is not None else 0
+        files = self.files  # read on every put: no property in between
+        if not files:
+            return 0
+        last = files[-1]
+        return last.file_from_offset + last.wrote_position
 
     @property
     def min_offset(self):
