@@ -767,6 +767,88 @@ encode_units(PyObject *module, PyObject *units_arg)
     return data;
 }
 
+PyDoc_STRVAR(put_unit_run_doc,
+"put_unit_run(buffer, position, file_from_offset, units, start, max_physic_offset)\n"
+"    -> (end, end_physic_offset)\n\n"
+"The usual step of rmqproto.store.consumequeue.ConsumeQueue.put_positions: the run of\n"
+"units (offset, size, tags_code, cq_offset) from start on that continues the queue's last\n"
+"file exactly (position, its write position, neither 0 nor the buffer's end; logical\n"
+"offsets one after another from the file's end; commit-log ends growing past\n"
+"max_physic_offset; as many as there is room for), written into the writable buffer of\n"
+"that file.  Returns the index after the run and the commit-log end of its last unit.\n"
+"When the run is empty or holds a unit that is not a tuple of four ints in range, or\n"
+"max_physic_offset is beyond a Java long, nothing is written and end is start (the\n"
+"caller then takes the step in Python).");
+
+/* One unit of a run: its values, or 0 when it is not a tuple of four ints in range. */
+static int
+read_unit(PyObject *unit, int64_t values[4])
+{
+    if (!PyTuple_Check(unit) || PyTuple_GET_SIZE(unit) != 4)
+        return 0;
+    int ok = 1;
+    for (int k = 0; k < 4; k++)
+        values[k] = as_long(PyTuple_GET_ITEM(unit, k), &ok);
+    return ok && values[1] >= INT32_MIN && values[1] <= INT32_MAX;
+}
+
+static PyObject *
+put_unit_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 6 && (PyList_Check(args[3]) || PyTuple_Check(args[3])),
+                     "put_unit_run takes buffer, position, file_from_offset, a list or tuple "
+                     "of units, start and max_physic_offset") < 0)
+        return NULL;
+    int ok = 1;
+    int64_t position = as_long(args[1], &ok);
+    int64_t file_from_offset = as_long(args[2], &ok);
+    int64_t start = as_long(args[4], &ok);
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, "put_unit_run takes ints for its numbers");
+        return NULL;
+    }
+    int64_t max_physic = as_long(args[5], &ok);
+    if (!ok)  /* beyond a Java long: Python decides */
+        return Py_BuildValue("(LO)", (long long)start, args[5]);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    PyObject *units = args[3];
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(units);
+    int64_t expect, end_physic = max_physic, values[4];
+    Py_ssize_t end = start < 0 || start > count ? count : (Py_ssize_t)start;
+    if (position <= 0 || position >= view.len
+            || __builtin_add_overflow(file_from_offset, position, &expect))
+        end = count;
+    /* first pass: the run's extent, every unit of it checked before anything is written */
+    Py_ssize_t first = end;
+    for (int64_t room = position; end < count && room + 20 <= view.len; end++, room += 20) {
+        int64_t unit_end, cq_position;
+        if (!read_unit(PySequence_Fast_GET_ITEM(units, end), values)
+                || __builtin_add_overflow(values[0], values[1], &unit_end)
+                || __builtin_mul_overflow(values[3], 20, &cq_position)) {
+            end = first;  /* Python decides about this run */
+            break;
+        }
+        if (unit_end <= end_physic || cq_position != expect + (room - position))
+            break;
+        end_physic = unit_end;
+    }
+    if (end == first) {
+        end = (Py_ssize_t)start;
+        end_physic = max_physic;
+    }
+    unsigned char *p = (unsigned char *)view.buf + position;
+    for (Py_ssize_t i = first; i < end; i++, p += 20) {
+        read_unit(PySequence_Fast_GET_ITEM(units, i), values);
+        write_long(p, values[0]);
+        write_int(p + 8, (int32_t)values[1]);
+        write_long(p + 12, values[2]);
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nL)", end, (long long)end_physic);
+}
+
 /* ---- batches: the records of SEND_BATCH_MESSAGE, their checks and their encoding ---- */
 
 /* The MessageRecord attributes the batch functions read and write, by index. */
@@ -1701,6 +1783,8 @@ static PyMethodDef methods[] = {
     {"index_entries", (PyCFunction)(void (*)(void))index_entries, METH_FASTCALL,
      index_entries_doc},
     {"encode_units", (PyCFunction)encode_units, METH_O, encode_units_doc},
+    {"put_unit_run", (PyCFunction)(void (*)(void))put_unit_run, METH_FASTCALL,
+     put_unit_run_doc},
     {"consume_queue_runs", (PyCFunction)consume_queue_runs, METH_O, consume_queue_runs_doc},
     {"batch_records", (PyCFunction)(void (*)(void))batch_records, METH_FASTCALL,
      batch_records_doc},

@@ -10,12 +10,15 @@ import struct
 
 from rmqproto.codec.consumequeue import (BLANK_UNIT, CQ_STORE_UNIT_SIZE, encode_unit, encode_units,
                                          mapped_file_size)
+from rmqproto.codec.native import speedups
 from rmqproto.store.mappedfile import MappedFileQueue
 
 __all__ = ["ConsumeQueue", "valid_prefix_length", "search_offset_by_time", "names_a_directory"]
 
 _UNIT = struct.Struct(">qiq")
 _BLANK = encode_unit(BLANK_UNIT)
+#: The usual run of :meth:`ConsumeQueue.put_positions` in C (None without the speedups).
+put_unit_run = speedups.put_unit_run if speedups is not None else None
 
 
 def names_a_directory(topic):
@@ -192,9 +195,21 @@ class ConsumeQueue:
     def put_positions(self, units):
         """:meth:`put_position` of each ``(offset, size, tags_code, cq_offset)`` of ``units`` in
         order; a run of units that continues the written units exactly (logical offsets one
-        after another, commit-log ends growing, in the current file) is one append."""
+        after another, commit-log ends growing, in the current file) is one append (with
+        the C speedups written into the file by ``put_unit_run``)."""
         i, count = 0, len(units)
         while i < count:
+            files = self.queue.files
+            if put_unit_run is not None and files:
+                mapped = files[-1]
+                j, end_physic = put_unit_run(mapped.mm, mapped.wrote_position,
+                                             mapped.file_from_offset, units, i,
+                                             self.max_physic_offset)
+                if j > i:
+                    mapped.wrote_position += (j - i) * CQ_STORE_UNIT_SIZE
+                    self.max_physic_offset = end_physic
+                    i = j
+                    continue
             offset, size, _, cq_offset = units[i]
             mapped = self.queue.last_file
             if (mapped is None or mapped.wrote_position == 0 or mapped.is_full

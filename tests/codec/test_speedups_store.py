@@ -1,6 +1,7 @@
 """The store's C speedups (``rmqproto.codec._speedups``) against their Python twins: dispatch
-requests of decoded fields (reference §3.2, §3.7), index entries of requests (§3.8) and
-consume-queue runs (§3.7), on edge cases and random inputs; then that they do not leak.
+requests of decoded fields (reference §3.2, §3.7), index entries of requests (§3.8),
+consume-queue runs and their units written into a queue's file (§3.7), on edge cases and
+random inputs; then that they do not leak.
 The codec's C functions: ``test_speedups``."""
 
 import pytest
@@ -8,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from rmqproto.codec import message as m
 from rmqproto.codec.native import speedups
-from rmqproto.store import dispatch
+from rmqproto.store import consumequeue, dispatch
 from rmqproto.store.indexservice import index_entries, python_index_entries
 from support.recordstrategies import INT32, INT64, PROPERTY_TEXT
 from test_speedups import _growth, _outcome
@@ -181,6 +182,70 @@ def test_consume_queue_runs_edge_cases():
     assert _same_runs(requests[1:2]) == ({}, None)
 
 
+# ---------------------------------------------------------------- put_unit_run
+
+_UNITS_PER_FILE = 4
+
+
+def _queue_after(tmp_path, name, batches, c_runs):
+    """The files and counters of a consume queue of 4-unit files after ``put_positions`` of
+    each batch, with ``put_unit_run`` in C or not."""
+    with pytest.MonkeyPatch.context() as patch:
+        if not c_runs:
+            patch.setattr(consumequeue, "put_unit_run", None)
+        cq = consumequeue.ConsumeQueue("T", 0, str(tmp_path / name), _UNITS_PER_FILE * 20)
+        outcomes = [_outcome(cq.put_positions, units) for units in batches]
+        files = [(f.file_from_offset, f.wrote_position, bytes(f.mm)) for f in cq.queue.files]
+        state = (outcomes, files, cq.max_physic_offset, cq.min_logic_offset)
+        cq.queue.close()
+        return state
+
+
+#: Units that mostly continue one another, with gaps, repeats and values out of range.
+_unit_values = st.tuples(st.sampled_from([1, 1, 1, 0, 2, -1, 5]), st.sampled_from(
+    [10, 10, 10, 1, 0, -5, 2**31 - 1, 2**31]), st.one_of(st.sampled_from([0, 7, -7]), INT64),
+    st.sampled_from([1, 1, 1, 1, 0, 2, -1]))
+
+
+def _units(steps, start=0):
+    """``(offset, size, tags_code, cq_offset)`` units built by stepping offsets forward."""
+    units, offset, cq_offset = [], 0, start
+    for offset_step, size, tags_code, cq_step in steps:
+        offset += offset_step * 10
+        cq_offset += cq_step
+        units.append((offset, size, tags_code, cq_offset))
+    return units
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_unit_values, max_size=9), max_size=4), st.sampled_from([0, 0, 3, 6]))
+def test_put_unit_run_with_and_without_speedups(tmp_path_factory, batches, start):
+    units = _units([step for batch in batches for step in batch], start)
+    sizes = [len(batch) for batch in batches]
+    cut = [units[sum(sizes[:k]):sum(sizes[:k + 1])] for k in range(len(sizes))]
+    tmp = tmp_path_factory.mktemp("cq")
+    assert _queue_after(tmp, "c", cut, True) == _queue_after(tmp, "py", cut, False)
+
+
+def test_put_unit_run_edge_cases(tmp_path):
+    continuing = [(0, 10, 1, 0), (10, 10, 2, 1), (20, 10, 3, 2), (30, 10, 4, 3), (40, 10, 5, 4)]
+    odd = [(50, 10, 1, 5), (60, 10, 1, 6, 0), [70, 10, 1, 7], (80, 10.0, 1, 8), (90, 10, 1, 9),
+           (2**63 - 5, 10, 0, 10), (0, 10, 2**63, 11), (100, -2**31 - 1, 0, 12)]
+    for batches in ([continuing, odd], [continuing[1:], continuing], [odd[5:], odd[:5]]):
+        assert (_queue_after(tmp_path, "c%d" % len(batches[0]), batches, True)
+                == _queue_after(tmp_path, "p%d" % len(batches[0]), batches, False))
+    buffer = bytearray(40)
+    assert speedups.put_unit_run(buffer, 20, 0, continuing, 1, 10) == (2, 20)
+    assert buffer[20:40] == b"\0" * 7 + bytes([10, 0, 0, 0, 10]) + b"\0" * 7 + b"\2"
+    assert speedups.put_unit_run(buffer, 40, 0, continuing, 2, 20) == (2, 20)  # full
+    assert speedups.put_unit_run(buffer, 0, 0, continuing, 0, -1) == (0, -1)  # nothing yet
+    assert speedups.put_unit_run(buffer, 20, 0, continuing, 5, 20) == (5, 20)  # no unit left
+    with pytest.raises(BufferError):
+        speedups.put_unit_run(bytes(40), 20, 0, continuing, 1, 10)  # not writable
+    with pytest.raises(TypeError):
+        speedups.put_unit_run(buffer, 20, 0, iter(continuing), 1, 10)
+
+
 # ---------------------------------------------------------------- memory
 
 def _requests_call(i):
@@ -209,6 +274,14 @@ def _runs_call(i):
     _outcome(dispatch.consume_queue_runs, requests + [("T",)])
 
 
-@pytest.mark.parametrize("call", [_requests_call, _entries_call, _runs_call])
+def _unit_run_call(i):
+    buffer = bytearray(100)
+    units = [(i, 10, -i, 1), (i + 10, 10, i, 2), (i + 20, 2**40, 0, 3)]
+    speedups.put_unit_run(buffer, 20, 0, units, 0, 0)
+    speedups.put_unit_run(buffer, 20, 0, units, 0, 2**64 + i)
+    _outcome(speedups.put_unit_run, buffer, 20, "x", units, 0, 0)
+
+
+@pytest.mark.parametrize("call", [_requests_call, _entries_call, _runs_call, _unit_run_call])
 def test_no_memory_grows(call):
     assert _growth(call) < 16 * 1024
