@@ -223,18 +223,22 @@ class SendMessageProcessor:
         return put.addCallback(self._put_done, request, queue_id)
 
     def _put_done(self, result, request, queue_id):
-        code, remark = put_status_response(result.status, self.config)
-        if not result.status.stored:
-            return self._answer(request, code, remark)
+        status = result.status
+        if status is S.PUT_OK:
+            code = R.SUCCESS
+        else:
+            code, remark = put_status_response(status, self.config)
+            if not status.stored:
+                return self._answer(request, code, remark)
         append = result.append_result
         self.controller.msg_put_total += append.msg_num
         return self._stored_answer(request, code, append.msg_id, queue_id, append.logics_offset)
 
     def pre_send(self, header, context):
         """``preSend`` / ``msgCheck``: the topic's config, or :class:`_Refused`."""
-        now = int(self.controller.reactor.seconds() * 1000)
         start = self.config["startAcceptSendRequestTimeStamp"]
-        if now < start:
+        # the clock never reads below 0, so only a start after 0 can refuse
+        if start > 0 and int(self.controller.reactor.seconds() * 1000) < start:
             raise _Refused(R.SYSTEM_ERROR, "broker unable to service, until %s" % _human_time(start))
         manager = self.controller.topic_config_manager
         topic = header.topic
