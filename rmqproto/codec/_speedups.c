@@ -1687,6 +1687,54 @@ failed:
     return command;
 }
 
+PyDoc_STRVAR(split_frames_doc,
+"split_frames(python, data, max_frame_length)\n\n"
+"rmqproto.codec.frame.python_split_frames for bytes or a bytearray whose length\n"
+"prefixes are all good; every other call goes to python (python_split_frames).");
+
+static PyObject *
+split_frames(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 3, "split_frames(python, data, max_frame_length)") < 0)
+        return NULL;
+    PyObject *python = args[0], *data = args[1];
+    int is_bytes = PyBytes_CheckExact(data), overflow = 1;
+    long long max_length = PyLong_CheckExact(args[2])
+        ? PyLong_AsLongLongAndOverflow(args[2], &overflow) : -1;
+    if (max_length == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    if ((!is_bytes && !PyByteArray_CheckExact(data)) || overflow || max_length < 0)
+        return PyObject_Vectorcall(python, args + 1, 2, NULL);
+    PyObject *frames = PyList_New(0);
+    if (frames == NULL)
+        return NULL;
+    Py_ssize_t pos = 0;
+    for (;;) {
+        /* read again after each allocation, which could run code that resizes a bytearray */
+        const unsigned char *p = (const unsigned char *)(
+            is_bytes ? PyBytes_AS_STRING(data) : PyByteArray_AS_STRING(data));
+        Py_ssize_t size = is_bytes ? PyBytes_GET_SIZE(data) : PyByteArray_GET_SIZE(data);
+        if (size - pos < 4)
+            break;
+        int32_t length = read_int(p + pos);
+        if (length < 4 || (long long)length + 4 > max_length) {  /* Python says what is wrong */
+            Py_DECREF(frames);
+            return PyObject_Vectorcall(python, args + 1, 2, NULL);
+        }
+        if (pos + 4 + (Py_ssize_t)length > size)
+            break;
+        PyObject *frame = PyBytes_FromStringAndSize((const char *)p + pos + 4, length);
+        if (frame == NULL || PyList_Append(frames, frame) < 0) {
+            Py_XDECREF(frame);
+            Py_DECREF(frames);
+            return NULL;
+        }
+        Py_DECREF(frame);
+        pos += 4 + (Py_ssize_t)length;
+    }
+    return Py_BuildValue("(NnO)", frames, pos, Py_None);
+}
+
 /* ---------------------------------------------------------------- response frames */
 
 #define MAX_RESPONSE_VALUES 16
@@ -1821,6 +1869,8 @@ static PyMethodDef methods[] = {
      decode_header_doc},
     {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
      decode_frame_doc},
+    {"split_frames", (PyCFunction)(void (*)(void))split_frames, METH_FASTCALL,
+     split_frames_doc},
     {"response_frame", (PyCFunction)(void (*)(void))response_frame, METH_FASTCALL,
      response_frame_doc},
     {NULL, NULL, 0, NULL},

@@ -114,8 +114,11 @@ class RemotingProtocol(Protocol):
             return
         self._gathered = []
         try:
-            for frame in self._decoder.iter_feed(data):
+            frames, error = self._decoder.take(data)
+            for frame in frames:
                 self._command_received(decode_frame(frame))
+            if error is not None:
+                raise error
         except CodecError as exc:
             self._send_gathered()
             log.warn("closing connection from {peer}: malformed frame: {error}",
