@@ -1769,6 +1769,163 @@ failed:
     return command;
 }
 
+PyDoc_STRVAR(split_frames_doc,
+"split_frames(python, data, max_frame_length)\n\n"
+"rmqproto.codec.frame.python_split_frames for bytes or a bytearray whose length\n"
+"prefixes are all good; every other call goes to python (python_split_frames).");
+
+static PyObject *
+split_frames(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 3, "split_frames(python, data, max_frame_length)") < 0)
+        return NULL;
+    PyObject *python = args[0], *data = args[1];
+    int is_bytes = PyBytes_CheckExact(data), overflow = 1;
+    long long max_length = PyLong_CheckExact(args[2])
+        ? PyLong_AsLongLongAndOverflow(args[2], &overflow) : -1;
+    if (max_length == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    if ((!is_bytes && !PyByteArray_CheckExact(data)) || overflow || max_length < 0)
+        return PyObject_Vectorcall(python, args + 1, 2, NULL);
+    PyObject *frames = PyList_New(0);
+    if (frames == NULL)
+        return NULL;
+    Py_ssize_t pos = 0;
+    for (;;) {
+        /* read again after each allocation, which could run code that resizes a bytearray */
+        const unsigned char *p = (const unsigned char *)(
+            is_bytes ? PyBytes_AS_STRING(data) : PyByteArray_AS_STRING(data));
+        Py_ssize_t size = is_bytes ? PyBytes_GET_SIZE(data) : PyByteArray_GET_SIZE(data);
+        if (size - pos < 4)
+            break;
+        int32_t length = read_int(p + pos);
+        if (length < 4 || (long long)length + 4 > max_length) {  /* Python says what is wrong */
+            Py_DECREF(frames);
+            return PyObject_Vectorcall(python, args + 1, 2, NULL);
+        }
+        if (pos + 4 + (Py_ssize_t)length > size)
+            break;
+        PyObject *frame = PyBytes_FromStringAndSize((const char *)p + pos + 4, length);
+        if (frame == NULL || PyList_Append(frames, frame) < 0) {
+            Py_XDECREF(frame);
+            Py_DECREF(frames);
+            return NULL;
+        }
+        Py_DECREF(frame);
+        pos += 4 + (Py_ssize_t)length;
+    }
+    return Py_BuildValue("(NnO)", frames, pos, Py_None);
+}
+
+/* ---------------------------------------------------------------- response frames */
+
+#define MAX_RESPONSE_VALUES 16
+#define MAX_HEADER_LENGTH 0xFFFFFF
+
+/* value in decimal into out (room for 20 digits and a sign); its length. */
+static Py_ssize_t
+write_decimal(char *out, long long value)
+{
+    char reversed[20];
+    unsigned long long magnitude = value < 0 ? 0ULL - (unsigned long long)value
+                                             : (unsigned long long)value;
+    int n = 0;
+    do {
+        reversed[n++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude);
+    Py_ssize_t length = 0;
+    if (value < 0)
+        out[length++] = '-';
+    while (n)
+        out[length++] = reversed[--n];
+    return length;
+}
+
+/* The text of a value: an int in decimal (into digits) or an ASCII str; 0 for anything
+ * else (Python decides). */
+static int
+value_text(PyObject *value, char *digits, const char **text, Py_ssize_t *length)
+{
+    if (PyLong_Check(value)) {
+        int overflow;
+        long long n = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow || (n == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        *text = digits;
+        *length = write_decimal(digits, n);
+        return 1;
+    }
+    if (PyUnicode_CheckExact(value) && PyUnicode_IS_ASCII(value)) {
+        *text = (const char *)PyUnicode_DATA(value);
+        *length = PyUnicode_GET_LENGTH(value);
+        return 1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(response_frame_doc,
+"response_frame(plan, *values)\n\n"
+"rmqproto.codec.frame.python_response_frame for up to 16 values, each an int within\n"
+"64 bits or an ASCII str. plan is (parts, order, python_response_frame); every other\n"
+"call goes to python_response_frame.");
+
+static PyObject *
+response_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs >= 1 && PyTuple_CheckExact(args[0]) && PyTuple_GET_SIZE(args[0]) == 3
+                     && PyTuple_CheckExact(PyTuple_GET_ITEM(args[0], 0))
+                     && PyTuple_CheckExact(PyTuple_GET_ITEM(args[0], 1)),
+                     "response_frame(plan, *values): plan is (parts, order, python)") < 0)
+        return NULL;
+    PyObject *parts = PyTuple_GET_ITEM(args[0], 0), *order = PyTuple_GET_ITEM(args[0], 1);
+    PyObject *python = PyTuple_GET_ITEM(args[0], 2);
+    Py_ssize_t count = nargs - 1;
+    if (count > MAX_RESPONSE_VALUES || PyTuple_GET_SIZE(order) != count
+            || PyTuple_GET_SIZE(parts) != count + 1)
+        return PyObject_Vectorcall(python, args, nargs, NULL);
+    char digits[MAX_RESPONSE_VALUES][24];
+    const char *text[MAX_RESPONSE_VALUES];
+    Py_ssize_t length[MAX_RESPONSE_VALUES];
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i <= count; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        if (!PyBytes_CheckExact(part))
+            return PyObject_Vectorcall(python, args, nargs, NULL);
+        size += PyBytes_GET_SIZE(part);
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *index = PyTuple_GET_ITEM(order, i);
+        Py_ssize_t at = PyLong_CheckExact(index) ? PyLong_AsSsize_t(index) : -1;
+        if (at == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        if (at < 0 || at >= count || !value_text(args[1 + at], digits[i], &text[i], &length[i]))
+            return PyObject_Vectorcall(python, args, nargs, NULL);
+        size += length[i];
+    }
+    if (size > MAX_HEADER_LENGTH)
+        return PyObject_Vectorcall(python, args, nargs, NULL);
+    PyObject *frame = PyBytes_FromStringAndSize(NULL, 8 + size);
+    if (frame == NULL)
+        return NULL;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(frame);
+    write_int(p, (int32_t)(4 + size));
+    write_int(p + 4, (int32_t)size);  /* serialize type JSON, header length */
+    p += 8;
+    for (Py_ssize_t i = 0; i <= count; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        memcpy(p, PyBytes_AS_STRING(part), PyBytes_GET_SIZE(part));
+        p += PyBytes_GET_SIZE(part);
+        if (i < count) {
+            memcpy(p, text[i], length[i]);
+            p += length[i];
+        }
+    }
+    return frame;
+}
+
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
@@ -1796,6 +1953,10 @@ static PyMethodDef methods[] = {
      decode_header_doc},
     {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
      decode_frame_doc},
+    {"split_frames", (PyCFunction)(void (*)(void))split_frames, METH_FASTCALL,
+     split_frames_doc},
+    {"response_frame", (PyCFunction)(void (*)(void))response_frame, METH_FASTCALL,
+     response_frame_doc},
     {NULL, NULL, 0, NULL},
 };
 

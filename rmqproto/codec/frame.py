@@ -30,7 +30,8 @@ __all__ = [
     "FRAME", "BINARY_HEADER", "MAX_FRAME_LENGTH", "SERIALIZE_JSON", "SERIALIZE_ROCKETMQ",
     "FLAG_RESPONSE", "FLAG_ONEWAY", "LANGUAGE_CODES", "RemotingCommand",
     "encode_frame", "decode_frame", "FrameDecoder", "parse_frame_declared", "build_frame_declared",
-    "JsonResponseTemplate",
+    "JsonResponseTemplate", "response_frame", "python_response_frame", "split_frames",
+    "python_split_frames",
 ]
 
 SERIALIZE_JSON = 0
@@ -380,13 +381,17 @@ def encode_frame(cmd):
 class JsonResponseTemplate:
     """Whole frames of JSON responses without a body or remark that differ only in their
     code, opaque and some ``extFields`` values: what :func:`encode_frame` writes for them,
-    made by ``str.format`` of a header it wrote once with markers where those go.
+    made of a header it wrote once, cut where those values go.
 
     ``ext_fields`` gives the keys in their order and the constant values; the keys in
-    ``varying`` take their values from :meth:`frame`, in that order. ``version`` and
+    ``varying`` take their values from :attr:`frame`, in that order. ``version`` and
     ``language`` are the responder's. The values go into the JSON as they are, so they must
     be text JSON writes unescaped: ints, and strings of ASCII letters, digits and ``,``
     (message ids).
+
+    ``frame(code, opaque, *values)`` is the whole frame (length prefix included) of the
+    response with ``code`` to the request with ``opaque``, ``values`` those of the
+    ``varying`` keys (:func:`response_frame` with this template's plan).
     """
 
     _CODE, _OPAQUE = -7654321987, -7654321986  # markers no real value takes
@@ -396,20 +401,46 @@ class JsonResponseTemplate:
         cmd = RemotingCommand(self._CODE, opaque=self._OPAQUE, flag=FLAG_RESPONSE,
                               ext_fields=dict(ext_fields, **slots), language=language,
                               version=version, serialize_type=SERIALIZE_JSON)
-        text = fastjson_json_header(cmd).decode("utf-8").replace("{", "{{").replace("}", "}}")
-        markers = [(str(self._CODE), "{0:d}"), (str(self._OPAQUE), "{1:d}")]
-        markers += [('"%s"' % slot, '"{%d}"' % (2 + i)) for i, slot in enumerate(slots.values())]
-        for marker, field in markers:
-            if text.count(marker) != 1:
-                raise CodecError("a constant of the response template holds a marker")
-            text = text.replace(marker, field)
-        self._format = text
+        header = fastjson_json_header(cmd)
+        markers = [str(self._CODE), str(self._OPAQUE)] + ['"%s"' % s for s in slots.values()]
+        markers = [marker.encode() for marker in markers]
+        if any(header.count(marker) != 1 for marker in markers):
+            raise CodecError("a constant of the response template holds a marker")
+        quotes = [0, 0] + [1] * len(slots)  # a slot's value goes between its quotes
+        places = sorted((header.index(marker) + q, i, len(marker) - 2 * q)
+                        for i, (marker, q) in enumerate(zip(markers, quotes)))
+        parts, start = [], 0
+        for at, _, length in places:
+            parts.append(header[start:at])
+            start = at + length
+        parts.append(header[start:])
+        order = tuple(i for _, i, _ in places)
+        self.frame = partial(response_frame, (tuple(parts), order, python_response_frame))
 
-    def frame(self, code, opaque, *values):
-        """The whole frame (length prefix included) of the response with ``code`` to the
-        request with ``opaque``, ``values`` those of the ``varying`` keys."""
-        header = self._format.format(code, opaque, *values).encode()
-        return _PREFIX.pack(4 + len(header), len(header)) + header
+
+def python_response_frame(plan, *values):
+    """The whole JSON frame (length prefix included) whose header is ``plan``'s ``parts``
+    with ``values`` between them, the value ``values[order[i]]`` after ``parts[i]``: ints in
+    decimal, strings as they are. ``plan`` is ``(parts, order, python_response_frame)``."""
+    parts, order = plan[0], plan[1]
+    if len(values) != len(order) or len(parts) != len(order) + 1:
+        raise TypeError("%d values for a template of %d" % (len(values), len(order)))
+    pieces = [parts[0]]
+    for index, part in zip(order, parts[1:]):
+        value = values[index]
+        if isinstance(value, int):
+            pieces.append(b"%d" % value)
+        elif isinstance(value, str):
+            pieces.append(value.encode())
+        else:
+            raise TypeError("a response template value is an int or a str, not %r" % (value,))
+        pieces.append(part)
+    header = b"".join(pieces)
+    return _PREFIX.pack(4 + len(header), len(header)) + header
+
+
+#: :func:`python_response_frame`, in C where the speedups are built.
+response_frame = python_response_frame if speedups is None else speedups.response_frame
 
 
 def decode_frame(frame):
@@ -477,6 +508,34 @@ def build_frame_declared(cmd):
                             header=header, body=body))
 
 
+def python_split_frames(data, max_frame_length):
+    """``(frames, used, error)``: the whole frames at the start of ``data`` (without their
+    length prefixes), the bytes they take, and the :class:`CodecError` of a bad length
+    prefix right after them (``None`` when there is none)."""
+    frames = []
+    pos = 0
+    size = len(data)
+    unpack = _I32.unpack_from
+    while size - pos >= 4:
+        (length,) = unpack(data, pos)
+        if length < 4:
+            return frames, pos, BadHeaderLengthError("frame length %d is too small" % length)
+        if length + 4 > max_frame_length:
+            return frames, pos, FrameTooLargeError("frame of %d bytes exceeds the %d-byte limit"
+                                                   % (length + 4, max_frame_length))
+        end = pos + 4 + length
+        if end > size:
+            break
+        frames.append(bytes(data[pos + 4:end]))
+        pos = end
+    return frames, pos, None
+
+
+#: :func:`python_split_frames`, in C (for bytes and bytearrays) where the speedups are built.
+split_frames = python_split_frames if speedups is None else partial(
+    speedups.split_frames, python_split_frames)
+
+
 class FrameDecoder:
     """Splits a byte stream into frames, whatever the chunking (reference §1.1).
 
@@ -491,42 +550,29 @@ class FrameDecoder:
 
     def feed(self, data):
         """Add ``data``; the list of frames it completes (raises on a bad length prefix)."""
-        return list(self.iter_feed(data))
+        frames, error = self.take(data)
+        if error is not None:
+            raise error
+        return frames
 
-    def iter_feed(self, data):
-        """Add ``data`` and yield the frames it completes, one by one.
+    def take(self, data):
+        """Add ``data``; ``(frames, error)``: the frames it completes and the
+        :class:`CodecError` of a bad length prefix after them, or ``None``.
 
-        Frames before a bad length prefix are yielded before the error is raised, as
-        Netty passes them on before closing the channel.
+        The frames before a bad length prefix are the peer's to be answered, as Netty
+        passes them on before closing the channel.
         """
         buf = self._buffer
         if buf:
             buf += data
             data = buf
         # else whole frames are sliced from ``data`` itself and only a rest is buffered
-        pos = 0
-        size = len(data)
-        unpack = _I32.unpack_from
-        try:
-            while size - pos >= 4:
-                (length,) = unpack(data, pos)
-                if length < 4:
-                    raise BadHeaderLengthError("frame length %d is too small" % length)
-                if length + 4 > self.max_frame_length:
-                    raise FrameTooLargeError("frame of %d bytes exceeds the %d-byte limit"
-                                             % (length + 4, self.max_frame_length))
-                end = pos + 4 + length
-                if end > size:
-                    break
-                frame = bytes(data[pos + 4:end])
-                pos = end
-                yield frame
-        finally:
-            if data is buf:
-                if pos:
-                    del buf[:pos]
-            elif pos < size:
-                buf += data[pos:]
+        frames, pos, error = split_frames(data, self.max_frame_length)
+        if data is buf:
+            del buf[:pos]
+        elif pos < len(data):
+            buf += data[pos:]
+        return frames, error
 
     @property
     def buffered(self):

@@ -7,8 +7,8 @@ replication waits), or ``None`` (no answer). A response may also come as the who
 frame (``bytes``), written by the processor under the rules below (a
 :class:`~rmqproto.codec.frame.JsonResponseTemplate` with the dispatcher's ``version``
 and the request's opaque): it is sent as it is. A processor may also have a
-``reject_request()`` method; when it returns true the request is refused with
-``SYSTEM_BUSY`` (Java's ``NettyRequestProcessor.rejectRequest``).
+``reject_request()`` method (looked up when it is registered); when it returns true the
+request is refused with ``SYSTEM_BUSY`` (Java's ``NettyRequestProcessor.rejectRequest``).
 
 :class:`RequestDispatcher` applies the rules every RocketMQ server shares:
 
@@ -32,7 +32,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from rmqproto.codec.codes import CURRENT_VERSION, ResponseCode
-from rmqproto.codec.frame import FLAG_RESPONSE, RemotingCommand, encode_frame
+from rmqproto.codec.frame import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand, encode_frame
 from rmqproto.remoting.address import parse_address
 
 __all__ = ["REJECT_REQUEST_REMARK", "RequestContext", "RequestDispatcher", "exception_remark"]
@@ -43,6 +43,14 @@ log = Logger()
 
 
 _UNPARSED = object()
+
+#: The entry of a code without a processor.
+_NO_ENTRY = (None, None)
+
+
+def _entry(processor):
+    """``(processor, its reject_request or None)``."""
+    return processor, getattr(processor, "reject_request", None)
 
 
 class RequestContext:
@@ -103,20 +111,28 @@ class RequestDispatcher:
 
     def __init__(self, version=CURRENT_VERSION):
         self.version = version
-        self.default_processor = None
-        self._processors = {}
+        self._processors = {}  # code -> _entry(processor)
+        self._default = _NO_ENTRY
 
     def register(self, code, processor):
         """Route requests with ``code`` to ``processor`` (replacing any earlier one)."""
-        self._processors[code] = processor
+        self._processors[code] = _entry(processor)
 
     def register_default(self, processor):
         """Route every code without its own processor to ``processor``."""
-        self.default_processor = processor
+        self._default = _entry(processor)
+
+    @property
+    def default_processor(self):
+        """The processor of every code without its own, or ``None``."""
+        return self._default[0]
 
     def processor_for(self, code):
         """The processor ``code`` is routed to, or ``None``."""
-        return self._processors.get(code, self.default_processor)
+        return self._entry_for(code)[0]
+
+    def _entry_for(self, code):
+        return self._processors.get(code, self._default)
 
     def excluding(self, *codes):
         """A view of this dispatcher that does not support ``codes`` (as a broker's VIP
@@ -125,18 +141,18 @@ class RequestDispatcher:
 
     def dispatch(self, request, context):
         """Process ``request``; the response frame (bytes), a Deferred of it, or ``None``."""
-        processor = self.processor_for(request.code)
+        processor, reject = self._entry_for(request.code)
         if processor is None:
             remark = " request type %d not supported" % request.code
             log.warn("{peer}{remark}", peer=context.peer, remark=remark)
             return self._answer(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark)
-        reject = getattr(processor, "reject_request", None)
         if reject is not None and reject():
             return self._answer(request, ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
         try:
             result = processor(request, context)
-            # a whole frame is the usual answer; Deferred is an ABC, slow to isinstance
-            if type(result) is bytes or not isinstance(result, Deferred):
+            if type(result) is bytes:  # the usual answer: a whole frame
+                return None if request.flag & FLAG_ONEWAY else result
+            if not isinstance(result, Deferred):  # an ABC, slow to isinstance
                 return self._finish(request, result)
         except Exception:
             return self._failed(request, Failure())
@@ -144,7 +160,7 @@ class RequestDispatcher:
             partial(self._failed, request))
 
     def _finish(self, request, response):
-        if response is None or request.is_oneway:
+        if response is None or request.flag & FLAG_ONEWAY:
             return None
         if type(response) is bytes:  # the whole frame, written by the processor
             return response
@@ -163,7 +179,7 @@ class RequestDispatcher:
         return self._answer(request, ResponseCode.SYSTEM_ERROR, exception_remark(failure.value))
 
     def _answer(self, request, code, remark):
-        if request.is_oneway:
+        if request.flag & FLAG_ONEWAY:
             return None
         return encode_frame(request.response(int(code), remark=remark, version=self.version))
 
@@ -176,5 +192,5 @@ class _ExcludingDispatcher(RequestDispatcher):
         self._base = base
         self._excluded = frozenset(int(code) for code in codes)
 
-    def processor_for(self, code):
-        return None if code in self._excluded else self._base.processor_for(code)
+    def _entry_for(self, code):
+        return _NO_ENTRY if code in self._excluded else self._base._entry_for(code)

@@ -23,7 +23,9 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 
-from rmqproto.codec.frame import FLAG_ONEWAY, MAX_FRAME_LENGTH, FrameDecoder, decode_frame, encode_frame
+from rmqproto.codec.frame import (
+    FLAG_ONEWAY, FLAG_RESPONSE, MAX_FRAME_LENGTH, FrameDecoder, decode_frame, encode_frame,
+)
 from rmqproto.errors import CodecError
 from rmqproto.remoting.address import format_address
 from rmqproto.remoting.dispatch import RequestContext
@@ -110,11 +112,13 @@ class RemotingProtocol(Protocol):
     def dataReceived(self, data):
         if not self._open:
             return
-        self.last_activity = self.reactor.seconds()
         self._gathered = []
         try:
-            for frame in self._decoder.iter_feed(data):
+            frames, error = self._decoder.take(data)
+            for frame in frames:
                 self._command_received(decode_frame(frame))
+            if error is not None:
+                raise error
         except CodecError as exc:
             self._send_gathered()
             log.warn("closing connection from {peer}: malformed frame: {error}",
@@ -122,9 +126,10 @@ class RemotingProtocol(Protocol):
             self.close()
         finally:
             self._send_gathered()
+            self.last_activity = self.reactor.seconds()  # the read's writes are done too
 
     def _command_received(self, command):
-        if command.is_response:
+        if command.flag & FLAG_RESPONSE:
             entry = self._pending.pop(command.opaque, None)
             if entry is None:
                 log.warn("response from {peer} matches no request: {command!r}",
@@ -198,7 +203,8 @@ class RemotingProtocol(Protocol):
 
     def _write(self, frame):
         if self._open:
-            self.last_activity = self.reactor.seconds()
+            if self._gathered is None:  # else the read being handled sets last_activity
+                self.last_activity = self.reactor.seconds()
             if self._gathered:  # a later write of the read being handled
                 self._gathered.append(frame)
             else:

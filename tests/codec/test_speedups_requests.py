@@ -83,6 +83,39 @@ def test_frames_c_does_not_decode_go_to_python():
     assert F.decode_frame.func is speedups.decode_frame
 
 
+def _split_outcome(split, data, max_frame_length):
+    frames, used, error = split(data, max_frame_length)
+    return frames, used, error if error is None else (type(error), str(error))
+
+
+_PREFIXES = st.integers(-2 ** 31, 2 ** 31 - 1) | st.sampled_from([-1, 0, 3, 4, 5, 2 ** 31 - 1])
+
+
+@settings(max_examples=800)
+@given(st.data())
+def test_c_frame_splitter_equals_python_splitter(data):
+    stream = b"".join(
+        len(body).to_bytes(4, "big") + body if isinstance(body, bytes)
+        else body.to_bytes(4, "big", signed=True)
+        for body in data.draw(st.lists(st.binary(min_size=4, max_size=24) | _PREFIXES,
+                                       max_size=6)))
+    stream = stream[:data.draw(st.integers(0, len(stream)))]
+    stream = bytearray(stream) if data.draw(st.booleans()) else stream
+    limit = data.draw(st.integers(-8, 40) | st.sampled_from([2 ** 24, 2 ** 63, 2 ** 64, True]))
+    assert _split_outcome(F.split_frames, stream, limit) == _split_outcome(
+        F.python_split_frames, stream, limit)
+
+
+def test_streams_c_does_not_split_go_to_python():
+    frame = (5).to_bytes(4, "big") + b"hello"
+    for data, limit in ((memoryview(frame), 100), (frame, 100.0), (frame + b"\0" * 4, 100)):
+        assert _split_outcome(F.split_frames, data, limit) == _split_outcome(
+            F.python_split_frames, data, limit)
+    assert F.split_frames.func is speedups.split_frames
+    with pytest.raises(TypeError):
+        speedups.split_frames(F.python_split_frames, frame)
+
+
 def _outcome(decode, ext_fields):
     try:
         header = decode(ext_fields)
@@ -146,6 +179,8 @@ def test_decoding_does_not_leak():
 
     frames = [F.encode_frame(F.RemotingCommand(310, ext_fields=good, body=b"x"))[4:],
               _json_frame({"code": 1, "extFields": {"a": 1}}, b""), _json_frame(b"{", b"")]
+    stream_ok = bytearray(b"".join(len(f).to_bytes(4, "big") + f for f in frames))
+    stream_bad = bytes(stream_ok) + b"\0\0\0\1"
 
     def run():
         for _ in range(2000):
@@ -157,6 +192,8 @@ def test_decoding_does_not_leak():
                 except CodecError:
                     pass
             F.decode_frame(frames[0])
+            for stream in (stream_ok, stream_bad):
+                F.split_frames(stream, 1 << 20)
 
     run()
     gc.collect()

@@ -26,7 +26,7 @@ if speedups is None:
 REPO = Path(__file__).resolve().parents[2]
 TESTS = tuple(str(REPO / "tests" / "codec" / name) for name in (
     "test_speedups.py", "test_speedups_batch.py", "test_speedups_store.py",
-    "test_speedups_requests.py"))
+    "test_speedups_requests.py", "test_speedups_responses.py"))
 SANITIZERS = "-fsanitize=address,undefined"
 
 

@@ -56,6 +56,9 @@ DLQ_NUMS_PER_GROUP = 1
 
 _RW = PERM_READ | PERM_WRITE
 
+#: How many topic names pre_send remembers as valid and allowed before it starts over.
+_MAX_SENDABLE_TOPICS = 4096
+
 
 def _born_host(context):
     """A record's born host: the sending connection's ``(ip, port)``."""
@@ -137,6 +140,7 @@ class SendMessageProcessor:
         self._answer_templates = {}  # (serialize type, regionId, traceOn) -> extFields
         self._frame_templates = {}  # (regionId, traceOn) -> JsonResponseTemplate
         self._version = CURRENT_VERSION  # the dispatcher's, which answers
+        self._sendable_topics = set()  # names that passed the name checks of pre_send
 
     def register_with(self, dispatcher):
         self._version = dispatcher.version
@@ -223,29 +227,38 @@ class SendMessageProcessor:
         return put.addCallback(self._put_done, request, queue_id)
 
     def _put_done(self, result, request, queue_id):
-        code, remark = put_status_response(result.status, self.config)
-        if not result.status.stored:
-            return self._answer(request, code, remark)
+        status = result.status
+        if status is S.PUT_OK:
+            code = R.SUCCESS
+        else:
+            code, remark = put_status_response(status, self.config)
+            if not status.stored:
+                return self._answer(request, code, remark)
         append = result.append_result
         self.controller.msg_put_total += append.msg_num
         return self._stored_answer(request, code, append.msg_id, queue_id, append.logics_offset)
 
     def pre_send(self, header, context):
         """``preSend`` / ``msgCheck``: the topic's config, or :class:`_Refused`."""
-        now = int(self.controller.reactor.seconds() * 1000)
         start = self.config["startAcceptSendRequestTimeStamp"]
-        if now < start:
+        # the clock never reads below 0, so only a start after 0 can refuse
+        if start > 0 and int(self.controller.reactor.seconds() * 1000) < start:
             raise _Refused(R.SYSTEM_ERROR, "broker unable to service, until %s" % _human_time(start))
         manager = self.controller.topic_config_manager
         topic = header.topic
         if not self.config["brokerPermission"] & PERM_WRITE and manager.is_order_topic(topic):
             raise _Refused(R.NO_PERMISSION, "the broker[%s] sending message is forbidden"
                            % self.config["brokerIP1"])
-        invalid = validate_topic(topic)
-        if invalid is not None:
-            raise _Refused(R.SYSTEM_ERROR, invalid)
-        if is_not_allowed_send_topic(topic):
-            raise _Refused(R.NO_PERMISSION, "Sending message to topic[%s] is forbidden." % topic)
+        if topic not in self._sendable_topics:
+            invalid = validate_topic(topic)
+            if invalid is not None:
+                raise _Refused(R.SYSTEM_ERROR, invalid)
+            if is_not_allowed_send_topic(topic):
+                raise _Refused(R.NO_PERMISSION, "Sending message to topic[%s] is forbidden."
+                               % topic)
+            if len(self._sendable_topics) >= _MAX_SENDABLE_TOPICS:
+                self._sendable_topics.clear()
+            self._sendable_topics.add(topic)
         topic_config = manager.select_topic_config(topic)
         if topic_config is None:
             topic_config = self._create_topic(header, context)
