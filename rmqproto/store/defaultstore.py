@@ -35,7 +35,7 @@ from rmqproto.store.indexservice import IndexService
 from rmqproto.store.interfaces import IMessageStore
 from rmqproto.store.mappedfile import StoreError
 from rmqproto.store.retention import RetentionService
-from rmqproto.store.results import (AppendMessageStatus, GetMessageResult, GetMessageStatus,
+from rmqproto.store.results import (APPENDED, PUT_OK, GetMessageResult, GetMessageStatus,
                                     PutMessageResult, PutMessageStatus, QueryMessageResult)
 from rmqproto.store.storecheckpoint import StoreCheckpoint
 from rmqproto.store.storestats import StoreStats
@@ -449,7 +449,7 @@ class DefaultMessageStore:
         """``checkStoreStatus``."""
         if self.is_shutdown or self.config["brokerRole"] == "SLAVE" or not self.running_flags.writeable:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
-        return PutMessageStatus.PUT_OK
+        return PUT_OK
 
     def _refused(self, status, append_result=None):
         self.stats.put_failed()
@@ -477,7 +477,7 @@ class DefaultMessageStore:
 
     def put_message(self, record, wait_store_msg_ok=True):
         status = self._store_status()
-        if status is PutMessageStatus.PUT_OK:
+        if status is PUT_OK:
             topic = record.topic
             to_schedule_topic(record, self.max_delay_level)
             self._fix_host_flags(record)
@@ -485,7 +485,7 @@ class DefaultMessageStore:
             if record.topic != topic and topic_illegal(topic):
                 # moved by a delay level: the topic asked for is checked too (Java's checkMessage)
                 status = PutMessageStatus.MESSAGE_ILLEGAL
-        if status is not PutMessageStatus.PUT_OK:
+        if status is not PUT_OK:
             return self._refused(status)
         return self._append([record], [properties], wait_store_msg_ok)
 
@@ -495,13 +495,13 @@ class DefaultMessageStore:
         if not isinstance(records, list):
             records = list(records)
         status = self._store_status()
-        if status is PutMessageStatus.PUT_OK:
+        if status is PUT_OK:
             self._fix_batch_host_flags(records)
             try:
                 status, properties = check_batch(records, self.config["maxMessageSize"])
             except CodecError:
                 return defer.fail()
-        if status is not PutMessageStatus.PUT_OK:
+        if status is not PUT_OK:
             return self._refused(status)
         return self._append(records, properties, wait_store_msg_ok)
 
@@ -511,7 +511,7 @@ class DefaultMessageStore:
         before = self.commit_log.queue.max_offset
         at_head = self.reput.reput_from_offset == before
         result = self.commit_log.append(records, self.now(), properties)
-        if result.status is not AppendMessageStatus.PUT_OK:
+        if result.status is not APPENDED:
             return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
         if at_head:
             if result.wrote_offset != before:
@@ -544,14 +544,14 @@ class DefaultMessageStore:
                 and self.replica_waiter is not None):
             replicated = self.replica_waiter(next_offset)
         if flushed is None and replicated is None:
-            return defer.succeed(PutMessageResult(PutMessageStatus.PUT_OK, result))
+            return defer.succeed(PutMessageResult(PUT_OK, result))
         if flushed is None or replicated is None:
             # one wait: its status is the answer (no DeferredList per send)
             return (flushed or replicated).addCallback(PutMessageResult, result)
 
         def combine(statuses):
             flush_status, replica_status = statuses
-            if replica_status is not PutMessageStatus.PUT_OK:
+            if replica_status is not PUT_OK:
                 return PutMessageResult(replica_status, result)
             return PutMessageResult(flush_status, result)
 
