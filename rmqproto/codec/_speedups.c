@@ -120,6 +120,58 @@ string_to_properties(PyObject *module, PyObject *text)
     return NULL;
 }
 
+PyDoc_STRVAR(properties_utf8_doc,
+"properties_utf8(properties) -> bytes or None\n\n"
+"rmqproto.codec.message.python_properties_utf8 of a dict whose names are str and whose\n"
+"values are str or None; None for any other argument and where the UTF-8 encoder\n"
+"refuses a character (the caller asks the Python twin).");
+
+static PyObject *
+properties_utf8(PyObject *module, PyObject *properties)
+{
+    if (!PyDict_CheckExact(properties))
+        Py_RETURN_NONE;
+    /* the length and widest character of "name\x01value" pairs joined by \x02 */
+    Py_ssize_t pos = 0, length = -1;
+    Py_UCS4 max_char = 0;
+    PyObject *name, *value;
+    while (PyDict_Next(properties, &pos, &name, &value)) {
+        if (value == Py_None)
+            continue;
+        if (!PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(value))
+            Py_RETURN_NONE;
+        length += PyUnicode_GET_LENGTH(name) + PyUnicode_GET_LENGTH(value) + 2;
+        max_char = Py_MAX(max_char, Py_MAX(PyUnicode_MAX_CHAR_VALUE(name),
+                                           PyUnicode_MAX_CHAR_VALUE(value)));
+    }
+    if (length < 0)
+        return PyBytes_FromStringAndSize(NULL, 0);
+    /* no Python code runs from here on: the dict is the one measured */
+    PyObject *text = PyUnicode_New(length, max_char);
+    if (text == NULL)
+        return NULL;
+    int kind = PyUnicode_KIND(text);
+    void *data = PyUnicode_DATA(text);
+    Py_ssize_t at = 0;
+    pos = 0;
+    while (PyDict_Next(properties, &pos, &name, &value)) {
+        if (value == Py_None)
+            continue;
+        if (at > 0)
+            PyUnicode_WRITE(kind, data, at++, PROPERTY_SEPARATOR);
+        at += PyUnicode_CopyCharacters(text, at, name, 0, PyUnicode_GET_LENGTH(name));
+        PyUnicode_WRITE(kind, data, at++, NAME_VALUE_SEPARATOR);
+        at += PyUnicode_CopyCharacters(text, at, value, 0, PyUnicode_GET_LENGTH(value));
+    }
+    PyObject *raw = PyUnicode_AsEncodedString(text, "utf-8", "surrogateescape");
+    Py_DECREF(text);
+    if (raw == NULL && PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return raw;
+}
+
 /* h continued over the UTF-16 code units of text[start:end]. */
 static uint32_t
 hash_continued(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end)
@@ -1690,6 +1742,7 @@ failed:
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
+    {"properties_utf8", (PyCFunction)properties_utf8, METH_O, properties_utf8_doc},
     {"java_string_hash_continued", (PyCFunction)(void (*)(void))java_string_hash_continued,
      METH_FASTCALL, java_string_hash_continued_doc},
     {"take_usual_records", (PyCFunction)(void (*)(void))take_usual_records, METH_FASTCALL,

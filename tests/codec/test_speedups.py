@@ -4,6 +4,7 @@ scan of usual records (§3.2), index puts (§3.8) and consume-queue units (§3.7
 cases, random inputs and corrupt segments; then that the C functions neither leak nor
 crash on out-of-range arguments. The store's C functions: ``test_speedups_store``."""
 
+import collections
 import gc
 import mmap
 import struct
@@ -93,6 +94,50 @@ _ESCAPED = st.binary(max_size=40).map(lambda raw: raw.decode("utf-8", "surrogate
 @given(st.one_of(_SEPARATED, _ESCAPED, st.text(max_size=30)))
 def test_properties_random(text):
     _same_properties(text)
+
+
+# ---------------------------------------------------------------- properties_utf8 (§3.4)
+
+class _Name(str):
+    def __add__(self, other):
+        return "renamed" + str.__add__(self, other)
+
+
+def _same_utf8(properties):
+    """The C join equals the Python one, or leaves ``properties`` to it (None)."""
+    ours = speedups.properties_utf8(properties)
+    python = m.python_properties_utf8(properties)
+    assert ours is None or (type(ours) is bytes and ours == python)
+    assert m.properties_utf8(properties) == python
+    return ours
+
+
+@pytest.mark.parametrize("properties", [
+    {}, {"a": "b"}, {"a": ""}, {"": "b"}, {"": ""}, {"a": None}, {"a": None, "b": "c"},
+    {"a": "b", "c": None}, {"a": "b", "c": None, "d": "e"}, {"\x01": "\x02", "\x00": "\x00"},
+    {"ключ": "значение😀", "😀": "\U0010FFFF", "é": "x"}, {"a": "é", "b": "\uffff"},
+    {"\udcff": "\udc80", "x": "\udcc3\udca9"}, {"TAGS": "é" * 300, "K": "x" * 70000},
+])
+def test_properties_utf8_edge_cases(properties):
+    assert _same_utf8(properties) is not None
+
+
+@pytest.mark.parametrize("properties", [
+    {"a": "\ud800"}, {"a": "b", "\udfff": "c"}, {"a": "\udc7f"}, {"a": 1}, {1: "a"},
+    {"a": b"b"}, {None: "a"}, {"a": _Text("b")}, {_Name("a"): "b"}, None, "", [],
+    collections.OrderedDict(a="b"), collections.UserDict(a="b"),
+])
+def test_properties_utf8_leaves_the_unusual_to_python(properties):
+    assert _same_utf8(properties) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.one_of(_SEPARATED, _ESCAPED),
+                       st.one_of(_SEPARATED, _ESCAPED, st.none()), max_size=8))
+def test_properties_utf8_random(properties):
+    if _same_utf8(properties) is None:  # only where a character does not encode
+        with pytest.raises(UnicodeEncodeError):
+            m.properties_to_string(properties).encode("utf-8", "surrogateescape")
 
 
 # ---------------------------------------------------------------- hash continued (§3.7)
@@ -582,6 +627,12 @@ def _properties_call(i):
     _outcome(speedups.string_to_properties, [i])
 
 
+def _utf8_call(i):
+    speedups.properties_utf8({"TAGS": "t%d" % i, "K": None, "é%d" % i: "😀\udcff"})
+    speedups.properties_utf8({"a": "\ud800%d" % i})
+    speedups.properties_utf8({"a": i})
+
+
 def _hash_call(i):
     speedups.java_string_hash_continued(i << 40, "key%d😀" % i)
     _outcome(speedups.java_string_hash_continued, i, b"x")
@@ -614,10 +665,21 @@ def _units_call(i):
     _outcome(speedups.encode_units, 5)
 
 
-@pytest.mark.parametrize("call", [_properties_call, _hash_call, _take_call, _put_call,
-                                  _units_call])
+@pytest.mark.parametrize("call", [_properties_call, _utf8_call, _hash_call, _take_call,
+                                  _put_call, _units_call])
 def test_no_memory_grows(call):
     assert _growth(call) < 16 * 1024
+
+
+def test_properties_utf8_keeps_no_reference():
+    properties = {"TAGS": "t" * 50, "é" * 20: "😀", "N": None, "S": "\udcff"}
+    unusual = {"a": "\ud800", "b": 7}
+    objects = (properties, unusual, *properties, *properties.values(), *unusual.values())
+    counts = [sys.getrefcount(o) for o in objects]
+    for _ in range(200):
+        speedups.properties_utf8(properties)
+        speedups.properties_utf8(unusual)
+    assert [sys.getrefcount(o) for o in objects] == counts
 
 
 def test_take_usual_records_keeps_no_reference():
