@@ -1111,6 +1111,59 @@ failed:
     return NULL;
 }
 
+PyDoc_STRVAR(check_message_record_doc,
+"check_message_record(record, topic_length, max_message_size) -> bytes or None\n\n"
+"rmqproto.store.commitlog.check_message after the topic check, for a record that passes\n"
+"it: its properties_utf8 bytes; the record gets the version-1 magic code and its store\n"
+"size.  None when its properties are not a dict of str, its body is not bytes, its sys\n"
+"flag not an int64, topic_length not within 0..127 or when a size check fails (the\n"
+"caller checks the record in Python to say why).");
+
+static PyObject *
+check_message_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 3 && PyLong_Check(args[1]) && PyLong_Check(args[2]),
+                     "check_message_record takes a record, topic_length and "
+                     "max_message_size (ints)") < 0)
+        return NULL;
+    PyObject *record = args[0];
+    int ok = 1;
+    int64_t topic_length = as_long(args[1], &ok), max_message_size = as_long(args[2], &ok);
+    int64_t sys_flag = ok ? long_field(record, F_SYS_FLAG, &ok) : 0;
+    if (ok < 0)
+        return NULL;
+    PyObject *properties = ok ? PyObject_GetAttr(record, FIELD[F_PROPERTIES]) : NULL;
+    if (properties == NULL)
+        return ok ? NULL : Py_NewRef(Py_None);
+    PyObject *stored = properties_utf8(module, properties);
+    Py_DECREF(properties);
+    PyObject *body = stored == NULL ? NULL : PyObject_GetAttr(record, FIELD[F_BODY]);
+    if (body == NULL) {
+        Py_XDECREF(stored);
+        return NULL;
+    }
+    int64_t body_length = PyBytes_CheckExact(body) ? PyBytes_GET_SIZE(body) : -1;
+    Py_DECREF(body);
+    if (stored == Py_None || body_length < 0 || topic_length < 0
+            || topic_length > MAX_TOPIC_LENGTH_V1
+            || PyBytes_GET_SIZE(stored) > MAX_PROPERTIES_LENGTH || body_length > max_message_size)
+        goto refused;
+    /* within max_message_size and the encoder's 64 KiB headroom: the body is, and the
+     * rest is 242 + 32767 bytes at most */
+    PyObject *store_size = PyLong_FromLongLong(record_overhead(sys_flag, topic_length)
+                                               + body_length + PyBytes_GET_SIZE(stored));
+    int set = store_size == NULL
+        || PyObject_SetAttr(record, FIELD[F_MAGIC_CODE], MAGIC_CODE_V1) < 0
+        || PyObject_SetAttr(record, FIELD[F_STORE_SIZE], store_size) < 0;
+    Py_XDECREF(store_size);
+    if (set)
+        Py_CLEAR(stored);
+    return stored;
+refused:
+    Py_DECREF(stored);
+    Py_RETURN_NONE;
+}
+
 /* 0 (the error cleared) when the error set is a UnicodeEncodeError, else -1. */
 static int
 unless_unencodable(void)
@@ -1759,6 +1812,8 @@ static PyMethodDef methods[] = {
      batch_records_doc},
     {"check_batch_records", (PyCFunction)(void (*)(void))check_batch_records, METH_FASTCALL,
      check_batch_records_doc},
+    {"check_message_record", (PyCFunction)(void (*)(void))check_message_record, METH_FASTCALL,
+     check_message_record_doc},
     {"encode_stored_batch", (PyCFunction)(void (*)(void))encode_stored_batch, METH_FASTCALL,
      encode_stored_batch_doc},
     {"decode_header", (PyCFunction)(void (*)(void))decode_header, METH_FASTCALL,

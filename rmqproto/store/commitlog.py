@@ -83,8 +83,13 @@ def check_message(record, max_message_size):
     gets the 4.x magic code and its ``store_size``."""
     if topic_illegal(record.topic):
         return PutMessageStatus.MESSAGE_ILLEGAL, None
+    topic_length = len(_topic_bytes(record.topic))
+    if speedups is not None:
+        props = speedups.check_message_record(record, topic_length, max_message_size)
+        if props is not None:  # it passed; otherwise the lines below say why
+            return PutMessageStatus.PUT_OK, props
     props = msg.properties_utf8(record.properties)
-    overhead = msg.record_length(record.sys_flag, 0, len(_topic_bytes(record.topic)), 0)
+    overhead = msg.record_length(record.sys_flag, 0, topic_length, 0)
     status = _check_sizes(record, props, overhead, max_message_size)
     return status, props if status is PutMessageStatus.PUT_OK else None
 
