@@ -328,12 +328,12 @@ class SendMessageProcessor:
             properties[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
             sys_flag = (sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_NOT_TYPE
             topic, queue_id, drop = TRANS_HALF_TOPIC, 0, ()
+        # in the constructor's order: keywords would cost a dict per send
         record = MessageRecord(
-            topic, request.body, java_property_order(properties, drop),
-            queue_id=queue_id, flag=header.flag, sys_flag=sys_flag,
-            born_timestamp=header.born_timestamp, born_host=_born_host(context),
-            store_host=self.store_host, reconsume_times=header.reconsume_times or 0,
-            body_crc=0)  # the store's append computes it
+            topic, request.body, java_property_order(properties, drop), queue_id, header.flag,
+            0, 0, sys_flag, header.born_timestamp, _born_host(context),  # offsets: the append's
+            0, self.store_host, header.reconsume_times or 0,  # store timestamp: the append's
+            0, 0)  # prepared transaction offset; body CRC: the store's append computes it
         return record, wait_store_msg_ok(properties)
 
     def batch_records(self, header, body, topic_config, queue_id, context):
