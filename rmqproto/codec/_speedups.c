@@ -218,6 +218,39 @@ arguments_ok(int ok, const char *usage)
     return -1;
 }
 
+PyDoc_STRVAR(pick_properties_doc,
+"pick_properties(properties, names, drop) -> dict\n\n"
+"rmqproto.codec.message.pick_properties.");
+
+static PyObject *
+pick_properties(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 3, "pick_properties takes properties, names and drop") < 0)
+        return NULL;
+    PyObject *properties = args[0], *drop = args[2];
+    PyObject *names = PyObject_GetIter(args[1]);
+    PyObject *picked = names == NULL ? NULL : PyDict_New();
+    if (picked == NULL) {
+        Py_XDECREF(names);
+        return NULL;
+    }
+    PyObject *name;
+    while ((name = PyIter_Next(names)) != NULL) {
+        int dropped = PySequence_Contains(drop, name);
+        PyObject *value = dropped == 0 ? PyObject_GetItem(properties, name) : NULL;
+        int failed = dropped < 0
+            || (dropped == 0 && (value == NULL || PyDict_SetItem(picked, name, value) < 0));
+        Py_XDECREF(value);
+        Py_DECREF(name);
+        if (failed)
+            break;
+    }
+    Py_DECREF(names);
+    if (PyErr_Occurred())
+        Py_CLEAR(picked);
+    return picked;
+}
+
 PyDoc_STRVAR(java_string_hash_continued_doc,
 "java_string_hash_continued(prefix_hash, text)\n\n"
 "rmqproto.codec.javalang.java_string_hash_continued.");
@@ -1796,6 +1829,8 @@ static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
     {"properties_utf8", (PyCFunction)properties_utf8, METH_O, properties_utf8_doc},
+    {"pick_properties", (PyCFunction)(void (*)(void))pick_properties, METH_FASTCALL,
+     pick_properties_doc},
     {"java_string_hash_continued", (PyCFunction)(void (*)(void))java_string_hash_continued,
      METH_FASTCALL, java_string_hash_continued_doc},
     {"take_usual_records", (PyCFunction)(void (*)(void))take_usual_records, METH_FASTCALL,

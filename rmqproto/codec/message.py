@@ -154,6 +154,18 @@ def properties_to_string(properties, trailing_separator=False):
     return text
 
 
+def pick_properties(properties, names, drop=()):
+    """``properties`` in the order of ``names`` (every name one of them), without the
+    names in ``drop``."""
+    return {name: properties[name] for name in names if name not in drop}
+
+
+#: The Python :func:`pick_properties`, the reference of its C version.
+python_pick_properties = pick_properties
+if speedups is not None:
+    pick_properties = speedups.pick_properties  # noqa: F811
+
+
 def properties_utf8(properties):
     """:func:`properties_to_string` as UTF-8 (surrogates escaped), the bytes a record
     stores; None when it cannot be (a name or value that is not a str, or another

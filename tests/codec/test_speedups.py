@@ -1,5 +1,5 @@
 """The C speedups (``rmqproto.codec._speedups``) against their Python twins: the properties
-split (reference §3.4), ``String.hashCode`` continued from a prefix (§3.7), the reput's
+split, pick and join (reference §3.4), ``String.hashCode`` continued from a prefix (§3.7), the reput's
 scan of usual records (§3.2), index puts (§3.8) and consume-queue units (§3.7), on edge
 cases, random inputs and corrupt segments; then that the C functions neither leak nor
 crash on out-of-range arguments. The store's C functions: ``test_speedups_store``."""
@@ -94,6 +94,61 @@ _ESCAPED = st.binary(max_size=40).map(lambda raw: raw.decode("utf-8", "surrogate
 @given(st.one_of(_SEPARATED, _ESCAPED, st.text(max_size=30)))
 def test_properties_random(text):
     _same_properties(text)
+
+
+# ---------------------------------------------------------------- pick_properties (§3.4)
+
+def _same_pick(properties, names, drop):
+    """The C pick equals the Python one: the same pairs in the same order, or the same error
+    (``names`` a function giving them: an iterator is read once)."""
+    make = names if callable(names) else lambda: names
+    ours = _outcome(speedups.pick_properties, properties, make(), drop)
+    python = _outcome(m.python_pick_properties, properties, make(), drop)
+    if isinstance(ours, dict):
+        ours, python = list(ours.items()), list(python.items())
+    assert ours == python
+    return ours
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.one_of(_SEPARATED, _ESCAPED), _SEPARATED, max_size=8), st.randoms(),
+       st.lists(st.one_of(_SEPARATED, st.sampled_from(["WAIT", "a"])), max_size=3))
+def test_pick_properties_random(properties, random, drop):
+    names = list(properties)
+    random.shuffle(names)
+    for picked in (names, tuple(names), names[::2]):
+        _same_pick(properties, picked, tuple(drop))
+        _same_pick(properties, lambda: iter(picked), set(drop))
+
+
+class _Missing(dict):
+    def __missing__(self, name):
+        return name * 2
+
+
+class _Refusing:
+    def __contains__(self, name):
+        raise ValueError("no %s" % name)
+
+
+@pytest.mark.parametrize("properties, names, drop", [
+    ({}, (), ()), ({"a": "b"}, ("a",), ()), ({"a": "b"}, ("a",), ("a",)),
+    ({"a": "b", "c": "d"}, ("c", "a"), ("x",)), ({"a": "b", "c": "d"}, ["c", "a", "c"], []),
+    ({"a": None, 1: 2}, (1, "a"), "a"), ({"a": "b"}, ("a", "z"), ()), ({"a": "b"}, ("z",), "z"),
+    ({"a": "b"}, ([],), ()), ({"a": "b"}, "a", ()), (_Missing(a="b"), ("a", "z"), ()),
+    (collections.UserDict(a="b"), ("a",), ()), ({"a": "b"}, 5, ()), ({"a": "b"}, ("a",), 5),
+    ({"a": "b"}, ("a",), _Refusing()), ({"a": "b"}, (), _Refusing()), (None, ("a",), ()),
+    ({"a": "b"}, ([],), ([],)),
+])
+def test_pick_properties_edge_cases(properties, names, drop):
+    _same_pick(properties, names, drop)
+
+
+def test_pick_properties_stops_at_what_names_raise():
+    def names():
+        yield "a"
+        raise ValueError("stop")
+    assert _same_pick({"a": "b"}, names, ()) == ("raised", ValueError, "stop")
 
 
 # ---------------------------------------------------------------- properties_utf8 (§3.4)
@@ -627,6 +682,13 @@ def _properties_call(i):
     _outcome(speedups.string_to_properties, [i])
 
 
+def _pick_call(i):
+    properties = {"a%d" % i: "b%d" % i, "WAIT": "true", "c": str(i)}
+    speedups.pick_properties(properties, tuple(reversed(properties)), ("WAIT",))
+    _outcome(speedups.pick_properties, properties, ("a", "z%d" % i), ())
+    _outcome(speedups.pick_properties, properties, ("c", [i]), ())
+
+
 def _utf8_call(i):
     speedups.properties_utf8({"TAGS": "t%d" % i, "K": None, "é%d" % i: "😀\udcff"})
     speedups.properties_utf8({"a": "\ud800%d" % i})
@@ -665,10 +727,21 @@ def _units_call(i):
     _outcome(speedups.encode_units, 5)
 
 
-@pytest.mark.parametrize("call", [_properties_call, _utf8_call, _hash_call, _take_call,
-                                  _put_call, _units_call])
+@pytest.mark.parametrize("call", [_properties_call, _pick_call, _utf8_call, _hash_call,
+                                  _take_call, _put_call, _units_call])
 def test_no_memory_grows(call):
     assert _growth(call) < 16 * 1024
+
+
+def test_pick_properties_keeps_no_reference():
+    properties = {"a" * 30: "b" * 30, "WAIT": "true", "c" * 30: "d" * 30}
+    names, drop = tuple(reversed(properties)), ("WAIT",)
+    objects = (properties, names, drop, *properties, *properties.values())
+    counts = [sys.getrefcount(o) for o in objects]
+    for _ in range(200):
+        speedups.pick_properties(properties, names, drop)
+        _outcome(speedups.pick_properties, properties, names + ("z",), drop)
+    assert [sys.getrefcount(o) for o in objects] == counts
 
 
 def test_properties_utf8_keeps_no_reference():

@@ -36,7 +36,8 @@ from rmqproto.codec.message import (
     MULTI_TAGS_FLAG, PROPERTY_CLUSTER, PROPERTY_MSG_REGION,
     PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TRACE_SWITCH,
     PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK, TRANSACTION_NOT_TYPE,
-    TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch_records, string_to_properties,
+    TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch_records, pick_properties,
+    string_to_properties,
 )
 from rmqproto.errors import CodecError
 from rmqproto.store.config import store_paths
@@ -70,7 +71,7 @@ def _order(keys):
 def java_property_order(properties, drop=()):
     """``properties`` re-ordered as Java's ``HashMap`` iterates them, without the names in
     ``drop`` (removed after insertion, as Java does, so they still count for the capacity)."""
-    return {name: properties[name] for name in _order(tuple(properties)) if name not in drop}
+    return pick_properties(properties, _order(tuple(properties)), drop)
 
 
 def wait_store_msg_ok(properties):
