@@ -284,15 +284,13 @@ class SendMessageProcessor:
         return sys_flag
 
     def _retry_or_dlq(self, header, request, topic_config, queue_id):
-        """``handleRetryAndDLQ``: ``(topic config, queue id)`` this message goes to.
+        """``handleRetryAndDLQ`` of a message to a ``%RETRY%`` topic: ``(topic config, queue
+        id)`` it goes to.
 
         Like Java, a message redirected to the DLQ keeps its properties (a ``DELAY`` too:
         Java's ``setDelayTimeLevel(0)`` is overwritten when the properties are set).
         """
-        topic = header.topic
-        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            return topic_config, queue_id
-        group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+        group = header.topic[len(RETRY_GROUP_TOPIC_PREFIX):]
         groups = getattr(self.controller, "subscription_group_manager", None)
         group_config = groups.find_subscription_group_config(group) if groups else None
         if group_config is None:
@@ -313,7 +311,8 @@ class SendMessageProcessor:
 
     def message_record(self, header, request, topic_config, queue_id, context):
         """The record ``asyncSendMessage`` builds for one message, and its ``WAIT``."""
-        topic_config, queue_id = self._retry_or_dlq(header, request, topic_config, queue_id)
+        if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            topic_config, queue_id = self._retry_or_dlq(header, request, topic_config, queue_id)
         topic = topic_config.topic_name
         properties = string_to_properties(header.properties)
         properties[PROPERTY_CLUSTER] = self.config["brokerClusterName"]
