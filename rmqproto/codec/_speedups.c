@@ -159,9 +159,15 @@ properties_utf8(PyObject *module, PyObject *properties)
             continue;
         if (at > 0)
             PyUnicode_WRITE(kind, data, at++, PROPERTY_SEPARATOR);
-        at += PyUnicode_CopyCharacters(text, at, name, 0, PyUnicode_GET_LENGTH(name));
+        Py_ssize_t name_length = PyUnicode_GET_LENGTH(name);
+        if (PyUnicode_CopyCharacters(text, at, name, 0, name_length) < 0)
+            goto failed;
+        at += name_length;
         PyUnicode_WRITE(kind, data, at++, NAME_VALUE_SEPARATOR);
-        at += PyUnicode_CopyCharacters(text, at, value, 0, PyUnicode_GET_LENGTH(value));
+        Py_ssize_t value_length = PyUnicode_GET_LENGTH(value);
+        if (PyUnicode_CopyCharacters(text, at, value, 0, value_length) < 0)
+            goto failed;
+        at += value_length;
     }
     PyObject *raw = PyUnicode_AsEncodedString(text, "utf-8", "surrogateescape");
     Py_DECREF(text);
@@ -170,6 +176,9 @@ properties_utf8(PyObject *module, PyObject *properties)
         Py_RETURN_NONE;
     }
     return raw;
+failed:
+    Py_DECREF(text);
+    return NULL;
 }
 
 /* h continued over the UTF-16 code units of text[start:end]. */
