@@ -1,8 +1,9 @@
 """The C speedups (``rmqproto.codec._speedups``) against their Python twins: the properties
-split, pick and join (reference §3.4), ``String.hashCode`` continued from a prefix (§3.7), the reput's
-scan of usual records (§3.2), index puts (§3.8) and consume-queue units (§3.7), on edge
-cases, random inputs and corrupt segments; then that the C functions neither leak nor
-crash on out-of-range arguments. The store's C functions: ``test_speedups_store``."""
+split, pick and join (reference §3.4), ``String.hashCode`` continued from a prefix (§3.7),
+the reput's scan of usual records (§3.2), index puts (§3.8) and consume-queue units
+(§3.7), on edge cases, random inputs and corrupt segments; then that the C functions
+neither leak nor crash on out-of-range arguments. The store's C functions:
+``test_speedups_store``."""
 
 import collections
 import gc
