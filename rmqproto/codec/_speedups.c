@@ -120,6 +120,67 @@ string_to_properties(PyObject *module, PyObject *text)
     return NULL;
 }
 
+PyDoc_STRVAR(properties_utf8_doc,
+"properties_utf8(properties) -> bytes or None\n\n"
+"rmqproto.codec.message.python_properties_utf8 of a dict whose names are str and whose\n"
+"values are str or None; None for any other argument and where the UTF-8 encoder\n"
+"refuses a character (the caller asks the Python twin).");
+
+static PyObject *
+properties_utf8(PyObject *module, PyObject *properties)
+{
+    if (!PyDict_CheckExact(properties))
+        Py_RETURN_NONE;
+    /* the length and widest character of "name\x01value" pairs joined by \x02 */
+    Py_ssize_t pos = 0, length = -1;
+    Py_UCS4 max_char = 0;
+    PyObject *name, *value;
+    while (PyDict_Next(properties, &pos, &name, &value)) {
+        if (value == Py_None)
+            continue;
+        if (!PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(value))
+            Py_RETURN_NONE;
+        length += PyUnicode_GET_LENGTH(name) + PyUnicode_GET_LENGTH(value) + 2;
+        max_char = Py_MAX(max_char, Py_MAX(PyUnicode_MAX_CHAR_VALUE(name),
+                                           PyUnicode_MAX_CHAR_VALUE(value)));
+    }
+    if (length < 0)
+        return PyBytes_FromStringAndSize(NULL, 0);
+    /* no Python code runs from here on: the dict is the one measured */
+    PyObject *text = PyUnicode_New(length, max_char);
+    if (text == NULL)
+        return NULL;
+    int kind = PyUnicode_KIND(text);
+    void *data = PyUnicode_DATA(text);
+    Py_ssize_t at = 0;
+    pos = 0;
+    while (PyDict_Next(properties, &pos, &name, &value)) {
+        if (value == Py_None)
+            continue;
+        if (at > 0)
+            PyUnicode_WRITE(kind, data, at++, PROPERTY_SEPARATOR);
+        Py_ssize_t name_length = PyUnicode_GET_LENGTH(name);
+        if (PyUnicode_CopyCharacters(text, at, name, 0, name_length) < 0)
+            goto failed;
+        at += name_length;
+        PyUnicode_WRITE(kind, data, at++, NAME_VALUE_SEPARATOR);
+        Py_ssize_t value_length = PyUnicode_GET_LENGTH(value);
+        if (PyUnicode_CopyCharacters(text, at, value, 0, value_length) < 0)
+            goto failed;
+        at += value_length;
+    }
+    PyObject *raw = PyUnicode_AsEncodedString(text, "utf-8", "surrogateescape");
+    Py_DECREF(text);
+    if (raw == NULL && PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return raw;
+failed:
+    Py_DECREF(text);
+    return NULL;
+}
+
 /* h continued over the UTF-16 code units of text[start:end]. */
 static uint32_t
 hash_continued(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end)
@@ -164,6 +225,39 @@ arguments_ok(int ok, const char *usage)
         return 0;
     PyErr_SetString(PyExc_TypeError, usage);
     return -1;
+}
+
+PyDoc_STRVAR(pick_properties_doc,
+"pick_properties(properties, names, drop) -> dict\n\n"
+"rmqproto.codec.message.pick_properties.");
+
+static PyObject *
+pick_properties(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 3, "pick_properties takes properties, names and drop") < 0)
+        return NULL;
+    PyObject *properties = args[0], *drop = args[2];
+    PyObject *names = PyObject_GetIter(args[1]);
+    PyObject *picked = names == NULL ? NULL : PyDict_New();
+    if (picked == NULL) {
+        Py_XDECREF(names);
+        return NULL;
+    }
+    PyObject *name;
+    while ((name = PyIter_Next(names)) != NULL) {
+        int dropped = PySequence_Contains(drop, name);
+        PyObject *value = dropped == 0 ? PyObject_GetItem(properties, name) : NULL;
+        int failed = dropped < 0
+            || (dropped == 0 && (value == NULL || PyDict_SetItem(picked, name, value) < 0));
+        Py_XDECREF(value);
+        Py_DECREF(name);
+        if (failed)
+            break;
+    }
+    Py_DECREF(names);
+    if (PyErr_Occurred())
+        Py_CLEAR(picked);
+    return picked;
 }
 
 PyDoc_STRVAR(java_string_hash_continued_doc,
@@ -1141,6 +1235,59 @@ failed:
     return NULL;
 }
 
+PyDoc_STRVAR(check_message_record_doc,
+"check_message_record(record, topic_length, max_message_size) -> bytes or None\n\n"
+"rmqproto.store.commitlog.check_message after the topic check, for a record that passes\n"
+"it: its properties_utf8 bytes; the record gets the version-1 magic code and its store\n"
+"size.  None when its properties are not a dict of str, its body is not bytes, its sys\n"
+"flag not an int64, topic_length not within 0..127 or when a size check fails (the\n"
+"caller checks the record in Python to say why).");
+
+static PyObject *
+check_message_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 3 && PyLong_Check(args[1]) && PyLong_Check(args[2]),
+                     "check_message_record takes a record, topic_length and "
+                     "max_message_size (ints)") < 0)
+        return NULL;
+    PyObject *record = args[0];
+    int ok = 1;
+    int64_t topic_length = as_long(args[1], &ok), max_message_size = as_long(args[2], &ok);
+    int64_t sys_flag = ok ? long_field(record, F_SYS_FLAG, &ok) : 0;
+    if (ok < 0)
+        return NULL;
+    PyObject *properties = ok ? PyObject_GetAttr(record, FIELD[F_PROPERTIES]) : NULL;
+    if (properties == NULL)
+        return ok ? NULL : Py_NewRef(Py_None);
+    PyObject *stored = properties_utf8(module, properties);
+    Py_DECREF(properties);
+    PyObject *body = stored == NULL ? NULL : PyObject_GetAttr(record, FIELD[F_BODY]);
+    if (body == NULL) {
+        Py_XDECREF(stored);
+        return NULL;
+    }
+    int64_t body_length = PyBytes_CheckExact(body) ? PyBytes_GET_SIZE(body) : -1;
+    Py_DECREF(body);
+    if (stored == Py_None || body_length < 0 || topic_length < 0
+            || topic_length > MAX_TOPIC_LENGTH_V1
+            || PyBytes_GET_SIZE(stored) > MAX_PROPERTIES_LENGTH || body_length > max_message_size)
+        goto refused;
+    /* within max_message_size and the encoder's 64 KiB headroom: the body is, and the
+     * rest is 242 + 32767 bytes at most */
+    PyObject *store_size = PyLong_FromLongLong(record_overhead(sys_flag, topic_length)
+                                               + body_length + PyBytes_GET_SIZE(stored));
+    int set = store_size == NULL
+        || PyObject_SetAttr(record, FIELD[F_MAGIC_CODE], MAGIC_CODE_V1) < 0
+        || PyObject_SetAttr(record, FIELD[F_STORE_SIZE], store_size) < 0;
+    Py_XDECREF(store_size);
+    if (set)
+        Py_CLEAR(stored);
+    return stored;
+refused:
+    Py_DECREF(stored);
+    Py_RETURN_NONE;
+}
+
 /* 0 (the error cleared) when the error set is a UnicodeEncodeError, else -1. */
 static int
 unless_unencodable(void)
@@ -1929,6 +2076,9 @@ response_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
+    {"properties_utf8", (PyCFunction)properties_utf8, METH_O, properties_utf8_doc},
+    {"pick_properties", (PyCFunction)(void (*)(void))pick_properties, METH_FASTCALL,
+     pick_properties_doc},
     {"java_string_hash_continued", (PyCFunction)(void (*)(void))java_string_hash_continued,
      METH_FASTCALL, java_string_hash_continued_doc},
     {"take_usual_records", (PyCFunction)(void (*)(void))take_usual_records, METH_FASTCALL,
@@ -1947,6 +2097,8 @@ static PyMethodDef methods[] = {
      batch_records_doc},
     {"check_batch_records", (PyCFunction)(void (*)(void))check_batch_records, METH_FASTCALL,
      check_batch_records_doc},
+    {"check_message_record", (PyCFunction)(void (*)(void))check_message_record, METH_FASTCALL,
+     check_message_record_doc},
     {"encode_stored_batch", (PyCFunction)(void (*)(void))encode_stored_batch, METH_FASTCALL,
      encode_stored_batch_doc},
     {"decode_header", (PyCFunction)(void (*)(void))decode_header, METH_FASTCALL,

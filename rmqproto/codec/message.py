@@ -154,6 +154,37 @@ def properties_to_string(properties, trailing_separator=False):
     return text
 
 
+def pick_properties(properties, names, drop=()):
+    """``properties`` in the order of ``names`` (every name one of them), without the
+    names in ``drop``."""
+    return {name: properties[name] for name in names if name not in drop}
+
+
+#: The Python :func:`pick_properties`, the reference of its C version.
+python_pick_properties = pick_properties
+if speedups is not None:
+    pick_properties = speedups.pick_properties  # noqa: F811
+
+
+def properties_utf8(properties):
+    """:func:`properties_to_string` as UTF-8 (surrogates escaped), the bytes a record
+    stores; None when it cannot be (a name or value that is not a str, or another
+    surrogate)."""
+    try:
+        return properties_to_string(properties).encode("utf-8", "surrogateescape")
+    except (CodecError, UnicodeEncodeError):
+        return None
+
+
+#: The Python :func:`properties_utf8`, the reference of its C version.
+python_properties_utf8 = properties_utf8
+if speedups is not None:
+    def properties_utf8(properties):  # noqa: F811
+        """:func:`python_properties_utf8`, in C for a dict of str (and None values)."""
+        raw = speedups.properties_utf8(properties)
+        return python_properties_utf8(properties) if raw is None else raw
+
+
 def string_to_properties(text):
     """``string2messageProperties``: accepts the string with or without a trailing ``\\x02``.
 

@@ -38,13 +38,6 @@ def _topic_bytes(topic):
     return topic.encode("utf-8", "surrogateescape")
 
 
-def _properties_bytes(record):
-    try:
-        return msg.properties_to_string(record.properties).encode("utf-8", "surrogateescape")
-    except (CodecError, UnicodeEncodeError):
-        return None
-
-
 @lru_cache(maxsize=4096)
 def topic_illegal(topic):
     """Whether ``topic`` cannot go into a 4.x record (over 127 characters or UTF-8 bytes, or
@@ -90,8 +83,13 @@ def check_message(record, max_message_size):
     gets the 4.x magic code and its ``store_size``."""
     if topic_illegal(record.topic):
         return PutMessageStatus.MESSAGE_ILLEGAL, None
-    props = _properties_bytes(record)
-    overhead = msg.record_length(record.sys_flag, 0, len(_topic_bytes(record.topic)), 0)
+    topic_length = len(_topic_bytes(record.topic))
+    if speedups is not None:
+        props = speedups.check_message_record(record, topic_length, max_message_size)
+        if props is not None:  # it passed; otherwise the lines below say why
+            return PutMessageStatus.PUT_OK, props
+    props = msg.properties_utf8(record.properties)
+    overhead = msg.record_length(record.sys_flag, 0, topic_length, 0)
     status = _check_sizes(record, props, overhead, max_message_size)
     return status, props if status is PutMessageStatus.PUT_OK else None
 
@@ -145,7 +143,7 @@ def check_batch(records, max_message_size):
             return PutMessageStatus.MESSAGE_ILLEGAL, None
         props = getattr(record, "stored_properties", None)
         if props is None:
-            props = _properties_bytes(record)
+            props = msg.properties_utf8(record.properties)
             if props is None:
                 return PutMessageStatus.MESSAGE_ILLEGAL, None
             client_length += 22 + len(record.body) + len(props)

@@ -1,9 +1,11 @@
 """The C speedups (``rmqproto.codec._speedups``) against their Python twins: the properties
-split (reference §3.4), ``String.hashCode`` continued from a prefix (§3.7), the reput's
-scan of usual records (§3.2), index puts (§3.8) and consume-queue units (§3.7), on edge
-cases, random inputs and corrupt segments; then that the C functions neither leak nor
-crash on out-of-range arguments. The store's C functions: ``test_speedups_store``."""
+split, pick and join (reference §3.4), ``String.hashCode`` continued from a prefix (§3.7),
+the reput's scan of usual records (§3.2), index puts (§3.8) and consume-queue units
+(§3.7), on edge cases, random inputs and corrupt segments; then that the C functions
+neither leak nor crash on out-of-range arguments. The store's C functions:
+``test_speedups_store``."""
 
+import collections
 import gc
 import mmap
 import struct
@@ -93,6 +95,105 @@ _ESCAPED = st.binary(max_size=40).map(lambda raw: raw.decode("utf-8", "surrogate
 @given(st.one_of(_SEPARATED, _ESCAPED, st.text(max_size=30)))
 def test_properties_random(text):
     _same_properties(text)
+
+
+# ---------------------------------------------------------------- pick_properties (§3.4)
+
+def _same_pick(properties, names, drop):
+    """The C pick equals the Python one: the same pairs in the same order, or the same error
+    (``names`` a function giving them: an iterator is read once)."""
+    make = names if callable(names) else lambda: names
+    ours = _outcome(speedups.pick_properties, properties, make(), drop)
+    python = _outcome(m.python_pick_properties, properties, make(), drop)
+    if isinstance(ours, dict):
+        ours, python = list(ours.items()), list(python.items())
+    assert ours == python
+    return ours
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.one_of(_SEPARATED, _ESCAPED), _SEPARATED, max_size=8), st.randoms(),
+       st.lists(st.one_of(_SEPARATED, st.sampled_from(["WAIT", "a"])), max_size=3))
+def test_pick_properties_random(properties, random, drop):
+    names = list(properties)
+    random.shuffle(names)
+    for picked in (names, tuple(names), names[::2]):
+        _same_pick(properties, picked, tuple(drop))
+        _same_pick(properties, lambda: iter(picked), set(drop))
+
+
+class _Missing(dict):
+    def __missing__(self, name):
+        return name * 2
+
+
+class _Refusing:
+    def __contains__(self, name):
+        raise ValueError("no %s" % name)
+
+
+@pytest.mark.parametrize("properties, names, drop", [
+    ({}, (), ()), ({"a": "b"}, ("a",), ()), ({"a": "b"}, ("a",), ("a",)),
+    ({"a": "b", "c": "d"}, ("c", "a"), ("x",)), ({"a": "b", "c": "d"}, ["c", "a", "c"], []),
+    ({"a": None, 1: 2}, (1, "a"), "a"), ({"a": "b"}, ("a", "z"), ()), ({"a": "b"}, ("z",), "z"),
+    ({"a": "b"}, ([],), ()), ({"a": "b"}, "a", ()), (_Missing(a="b"), ("a", "z"), ()),
+    (collections.UserDict(a="b"), ("a",), ()), ({"a": "b"}, 5, ()), ({"a": "b"}, ("a",), 5),
+    ({"a": "b"}, ("a",), _Refusing()), ({"a": "b"}, (), _Refusing()), (None, ("a",), ()),
+    ({"a": "b"}, ([],), ([],)),
+])
+def test_pick_properties_edge_cases(properties, names, drop):
+    _same_pick(properties, names, drop)
+
+
+def test_pick_properties_stops_at_what_names_raise():
+    def names():
+        yield "a"
+        raise ValueError("stop")
+    assert _same_pick({"a": "b"}, names, ()) == ("raised", ValueError, "stop")
+
+
+# ---------------------------------------------------------------- properties_utf8 (§3.4)
+
+class _Name(str):
+    def __add__(self, other):
+        return "renamed" + str.__add__(self, other)
+
+
+def _same_utf8(properties):
+    """The C join equals the Python one, or leaves ``properties`` to it (None)."""
+    ours = speedups.properties_utf8(properties)
+    python = m.python_properties_utf8(properties)
+    assert ours is None or (type(ours) is bytes and ours == python)
+    assert m.properties_utf8(properties) == python
+    return ours
+
+
+@pytest.mark.parametrize("properties", [
+    {}, {"a": "b"}, {"a": ""}, {"": "b"}, {"": ""}, {"a": None}, {"a": None, "b": "c"},
+    {"a": "b", "c": None}, {"a": "b", "c": None, "d": "e"}, {"\x01": "\x02", "\x00": "\x00"},
+    {"ключ": "значение😀", "😀": "\U0010FFFF", "é": "x"}, {"a": "é", "b": "\uffff"},
+    {"\udcff": "\udc80", "x": "\udcc3\udca9"}, {"TAGS": "é" * 300, "K": "x" * 70000},
+])
+def test_properties_utf8_edge_cases(properties):
+    assert _same_utf8(properties) is not None
+
+
+@pytest.mark.parametrize("properties", [
+    {"a": "\ud800"}, {"a": "b", "\udfff": "c"}, {"a": "\udc7f"}, {"a": 1}, {1: "a"},
+    {"a": b"b"}, {None: "a"}, {"a": _Text("b")}, {_Name("a"): "b"}, None, "", [],
+    collections.OrderedDict(a="b"), collections.UserDict(a="b"),
+])
+def test_properties_utf8_leaves_the_unusual_to_python(properties):
+    assert _same_utf8(properties) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.one_of(_SEPARATED, _ESCAPED),
+                       st.one_of(_SEPARATED, _ESCAPED, st.none()), max_size=8))
+def test_properties_utf8_random(properties):
+    if _same_utf8(properties) is None:  # only where a character does not encode
+        with pytest.raises(UnicodeEncodeError):
+            m.properties_to_string(properties).encode("utf-8", "surrogateescape")
 
 
 # ---------------------------------------------------------------- hash continued (§3.7)
@@ -582,6 +683,19 @@ def _properties_call(i):
     _outcome(speedups.string_to_properties, [i])
 
 
+def _pick_call(i):
+    properties = {"a%d" % i: "b%d" % i, "WAIT": "true", "c": str(i)}
+    speedups.pick_properties(properties, tuple(reversed(properties)), ("WAIT",))
+    _outcome(speedups.pick_properties, properties, ("a", "z%d" % i), ())
+    _outcome(speedups.pick_properties, properties, ("c", [i]), ())
+
+
+def _utf8_call(i):
+    speedups.properties_utf8({"TAGS": "t%d" % i, "K": None, "é%d" % i: "😀\udcff"})
+    speedups.properties_utf8({"a": "\ud800%d" % i})
+    speedups.properties_utf8({"a": i})
+
+
 def _hash_call(i):
     speedups.java_string_hash_continued(i << 40, "key%d😀" % i)
     _outcome(speedups.java_string_hash_continued, i, b"x")
@@ -614,10 +728,32 @@ def _units_call(i):
     _outcome(speedups.encode_units, 5)
 
 
-@pytest.mark.parametrize("call", [_properties_call, _hash_call, _take_call, _put_call,
-                                  _units_call])
+@pytest.mark.parametrize("call", [_properties_call, _pick_call, _utf8_call, _hash_call,
+                                  _take_call, _put_call, _units_call])
 def test_no_memory_grows(call):
     assert _growth(call) < 16 * 1024
+
+
+def test_pick_properties_keeps_no_reference():
+    properties = {"a" * 30: "b" * 30, "WAIT": "true", "c" * 30: "d" * 30}
+    names, drop = tuple(reversed(properties)), ("WAIT",)
+    objects = (properties, names, drop, *properties, *properties.values())
+    counts = [sys.getrefcount(o) for o in objects]
+    for _ in range(200):
+        speedups.pick_properties(properties, names, drop)
+        _outcome(speedups.pick_properties, properties, names + ("z",), drop)
+    assert [sys.getrefcount(o) for o in objects] == counts
+
+
+def test_properties_utf8_keeps_no_reference():
+    properties = {"TAGS": "t" * 50, "é" * 20: "😀", "N": None, "S": "\udcff"}
+    unusual = {"a": "\ud800", "b": 7}
+    objects = (properties, unusual, *properties, *properties.values(), *unusual.values())
+    counts = [sys.getrefcount(o) for o in objects]
+    for _ in range(200):
+        speedups.properties_utf8(properties)
+        speedups.properties_utf8(unusual)
+    assert [sys.getrefcount(o) for o in objects] == counts
 
 
 def test_take_usual_records_keeps_no_reference():

@@ -1,17 +1,21 @@
 """The store's C speedups (``rmqproto.codec._speedups``) against their Python twins: dispatch
 requests of decoded fields (reference §3.2, §3.7), index entries of requests (§3.8),
-consume-queue runs and their units written into a queue's file (§3.7), on edge cases and
-random inputs; then that they do not leak.
+consume-queue runs and their units written into a queue's file (§3.7) and the checks of
+one message (``check_message_record``, §3.2), on edge cases and random inputs; then that
+they do not leak.
 The codec's C functions: ``test_speedups``."""
+
+import copy
+import sys
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqproto.codec import message as m
 from rmqproto.codec.native import speedups
-from rmqproto.store import consumequeue, dispatch
+from rmqproto.store import commitlog, consumequeue, dispatch
 from rmqproto.store.indexservice import index_entries, python_index_entries
-from support.recordstrategies import INT32, INT64, PROPERTY_TEXT
+from support.recordstrategies import HOSTS, INT32, INT64, PROPERTY_TEXT, properties
 from test_speedups import _growth, _outcome
 
 if speedups is None:
@@ -246,6 +250,87 @@ def test_put_unit_run_edge_cases(tmp_path):
         speedups.put_unit_run(buffer, 20, 0, iter(continuing), 1, 10)
 
 
+# ---------------------------------------------------------------- check_message_record
+
+_LONGEST = m.MAX_PROPERTIES_LENGTH - 2
+#: Properties as the send path makes them, and odd ones (not str, surrogates, too long).
+_MESSAGE_PROPERTIES = st.one_of(
+    properties(), st.dictionaries(st.text(max_size=6), st.one_of(st.text(max_size=6),
+                                                                  st.none()), max_size=4),
+    st.sampled_from([{}, {"a": None}, {"a": 1}, {1: "a"}, {"a": "\ud800"}, {"a": "\udcff"},
+                     {"k": "v" * _LONGEST}, {"k": "v" * (_LONGEST + 1)},
+                     {"k": "é" * (_LONGEST // 2)}, {"k": "é" * (_LONGEST // 2 + 1)},
+                     {"k": "é" * _LONGEST}, {"k": "v" * (_LONGEST - 1) + "é"}]))
+class _Body(bytes):
+    def __len__(self):
+        return 1
+
+
+_BODIES = st.one_of(st.binary(max_size=40), st.sampled_from(
+    [b"b" * 100, b"b" * 101, bytearray(b"body"), memoryview(b"body"), "body😀", _Body(b"b" * 101)]))
+_MAX_MESSAGE_SIZES = st.sampled_from([1 << 22, 100, 0, -1, 1 << 62, (1 << 63) - 1, 1 << 63])
+
+
+@st.composite
+def _message_records(draw):
+    record = m.MessageRecord(
+        draw(st.sampled_from(["T", "TopicA", "é" * 60, "x" * 127, "😀"])), draw(_BODIES),
+        draw(_MESSAGE_PROPERTIES), queue_id=draw(st.integers(0, 3)),
+        sys_flag=draw(st.sampled_from([0, 1, 4, 8, 12, 0x80])), born_host=draw(HOSTS),
+        store_host=draw(HOSTS), body_crc=0, magic_code=draw(st.sampled_from([None, 7])))
+    sys_flag = draw(st.sampled_from([None, 0x30, -1, 1 << 70, 1.0, "0"]))
+    if sys_flag is not None:
+        record.sys_flag = sys_flag
+    return record
+
+
+def _slots(record):
+    """Every slot of ``record``, the properties as their items in order."""
+    values = [getattr(record, name) for name in m.MessageRecord.__slots__]
+    return values[:-1] + [list(values[-1].items())]
+
+
+def _same_check(record, max_message_size):
+    """check_message with and without the C check: same outcome, same record afterwards."""
+    python_record = copy.copy(record)  # neither check changes the body or the properties
+    ours = _outcome(commitlog.check_message, record, max_message_size)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(commitlog, "speedups", None)
+        python = _outcome(commitlog.check_message, python_record, max_message_size)
+    assert ours == python
+    assert _slots(record) == _slots(python_record)
+    return ours
+
+
+@settings(max_examples=400, deadline=None)
+@given(_message_records(), _MAX_MESSAGE_SIZES)
+def test_check_message_with_and_without_speedups(record, max_message_size):
+    _same_check(record, max_message_size)
+
+
+def test_check_message_record_answers():
+    record = m.MessageRecord("TopicA", b"body", {"a": "é", "b": None, "c": ""}, body_crc=0,
+                             magic_code=5)
+    raw = speedups.check_message_record(record, 6, 100)
+    assert raw == "a\x01é\x02c\x01".encode()
+    assert (record.magic_code, record.store_size) == (m.MESSAGE_MAGIC_CODE, 91 + 6 + 4 + 7)
+    assert speedups.check_message_record(record, 6, 3) is None  # the body is too long
+    assert speedups.check_message_record(record, 128, 100) is None
+    assert speedups.check_message_record(record, -1, 100) is None
+    assert speedups.check_message_record(record, 1 << 70, 100) is None
+    record.sys_flag |= 0x30
+    assert speedups.check_message_record(record, 6, 100) == raw and record.store_size == 132
+    assert speedups.check_message_record(record, 6, 4) == raw
+
+
+@pytest.mark.parametrize("args, error", [
+    ((m.MessageRecord("T"), 1), TypeError), ((m.MessageRecord("T"), "1", 5), TypeError),
+    ((m.MessageRecord("T"), 1, 5.0), TypeError), ((object(), 1, 5), AttributeError),
+    ((None, 1, 5), AttributeError)])
+def test_check_message_record_of_wrong_arguments(args, error):
+    assert _outcome(speedups.check_message_record, *args)[:2] == ("raised", error)
+
+
 # ---------------------------------------------------------------- memory
 
 def _requests_call(i):
@@ -282,6 +367,28 @@ def _unit_run_call(i):
     _outcome(speedups.put_unit_run, buffer, 20, "x", units, 0, 0)
 
 
-@pytest.mark.parametrize("call", [_requests_call, _entries_call, _runs_call, _unit_run_call])
+def _check_message_call(i):
+    record = m.MessageRecord("T%d" % (i % 3), b"b%d" % i, {"K": "é%d" % i, "N": None},
+                             body_crc=0)
+    speedups.check_message_record(record, 2, 1 << 22)
+    speedups.check_message_record(record, 2, 1)
+    record.properties = {"K": "\ud800%d" % i}
+    speedups.check_message_record(record, 2, 1 << 22)
+    _outcome(speedups.check_message_record, None, 2, 1)
+
+
+@pytest.mark.parametrize("call", [_requests_call, _entries_call, _runs_call, _unit_run_call,
+                                  _check_message_call])
 def test_no_memory_grows(call):
     assert _growth(call) < 16 * 1024
+
+
+def test_check_message_record_keeps_no_reference():
+    record = m.MessageRecord("T", b"body", {"K": "é" * 9, "N": None}, body_crc=0)
+    speedups.check_message_record(record, 1, 1 << 22)  # the record keeps its store size
+    objects = (record, record.properties, record.body, *record.properties.values())
+    counts = [sys.getrefcount(o) for o in objects]
+    for _ in range(200):
+        speedups.check_message_record(record, 1, 1 << 22)
+        speedups.check_message_record(record, 1, 1)
+    assert [sys.getrefcount(o) for o in objects] == counts

@@ -36,7 +36,8 @@ from rmqproto.codec.message import (
     MULTI_TAGS_FLAG, PROPERTY_CLUSTER, PROPERTY_MSG_REGION,
     PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TRACE_SWITCH,
     PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK, TRANSACTION_NOT_TYPE,
-    TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch_records, string_to_properties,
+    TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch_records, pick_properties,
+    string_to_properties,
 )
 from rmqproto.errors import CodecError
 from rmqproto.store.config import store_paths
@@ -73,7 +74,7 @@ def _order(keys):
 def java_property_order(properties, drop=()):
     """``properties`` re-ordered as Java's ``HashMap`` iterates them, without the names in
     ``drop`` (removed after insertion, as Java does, so they still count for the capacity)."""
-    return {name: properties[name] for name in _order(tuple(properties)) if name not in drop}
+    return pick_properties(properties, _order(tuple(properties)), drop)
 
 
 def wait_store_msg_ok(properties):
@@ -296,15 +297,13 @@ class SendMessageProcessor:
         return sys_flag
 
     def _retry_or_dlq(self, header, request, topic_config, queue_id):
-        """``handleRetryAndDLQ``: ``(topic config, queue id)`` this message goes to.
+        """``handleRetryAndDLQ`` of a message to a ``%RETRY%`` topic: ``(topic config, queue
+        id)`` it goes to.
 
         Like Java, a message redirected to the DLQ keeps its properties (a ``DELAY`` too:
         Java's ``setDelayTimeLevel(0)`` is overwritten when the properties are set).
         """
-        topic = header.topic
-        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            return topic_config, queue_id
-        group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+        group = header.topic[len(RETRY_GROUP_TOPIC_PREFIX):]
         groups = getattr(self.controller, "subscription_group_manager", None)
         group_config = groups.find_subscription_group_config(group) if groups else None
         if group_config is None:
@@ -325,7 +324,8 @@ class SendMessageProcessor:
 
     def message_record(self, header, request, topic_config, queue_id, context):
         """The record ``asyncSendMessage`` builds for one message, and its ``WAIT``."""
-        topic_config, queue_id = self._retry_or_dlq(header, request, topic_config, queue_id)
+        if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            topic_config, queue_id = self._retry_or_dlq(header, request, topic_config, queue_id)
         topic = topic_config.topic_name
         properties = string_to_properties(header.properties)
         properties[PROPERTY_CLUSTER] = self.config["brokerClusterName"]
@@ -341,12 +341,12 @@ class SendMessageProcessor:
             properties[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
             sys_flag = (sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_NOT_TYPE
             topic, queue_id, drop = TRANS_HALF_TOPIC, 0, ()
+        # in the constructor's order: keywords would cost a dict per send
         record = MessageRecord(
-            topic, request.body, java_property_order(properties, drop),
-            queue_id=queue_id, flag=header.flag, sys_flag=sys_flag,
-            born_timestamp=header.born_timestamp, born_host=_born_host(context),
-            store_host=self.store_host, reconsume_times=header.reconsume_times or 0,
-            body_crc=0)  # the store's append computes it
+            topic, request.body, java_property_order(properties, drop), queue_id, header.flag,
+            0, 0, sys_flag, header.born_timestamp, _born_host(context),  # offsets: the append's
+            0, self.store_host, header.reconsume_times or 0,  # store timestamp: the append's
+            0, 0)  # prepared transaction offset; body CRC: the store's append computes it
         return record, wait_store_msg_ok(properties)
 
     def batch_records(self, header, body, topic_config, queue_id, context):
