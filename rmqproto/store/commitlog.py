@@ -16,7 +16,8 @@ from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store.consumequeue import names_a_directory
 from rmqproto.store.mappedfile import MappedFileQueue
-from rmqproto.store.results import AppendMessageResult, AppendMessageStatus, PutMessageStatus
+from rmqproto.store.results import (APPENDED, PUT_OK, AppendMessageResult, AppendMessageStatus,
+                                    PutMessageStatus)
 
 __all__ = ["CommitLog", "check_message", "check_batch", "topic_illegal", "MAX_TOPIC_LENGTH",
            "consumable"]
@@ -68,7 +69,7 @@ def _check_sizes(record, props, overhead, max_message_size):
         return PutMessageStatus.MESSAGE_ILLEGAL
     record.magic_code = msg.MESSAGE_MAGIC_CODE
     record.store_size = length
-    return PutMessageStatus.PUT_OK
+    return PUT_OK
 
 
 def check_message(record, max_message_size):
@@ -87,11 +88,11 @@ def check_message(record, max_message_size):
     if speedups is not None:
         props = speedups.check_message_record(record, topic_length, max_message_size)
         if props is not None:  # it passed; otherwise the lines below say why
-            return PutMessageStatus.PUT_OK, props
+            return PUT_OK, props
     props = msg.properties_utf8(record.properties)
     overhead = msg.record_length(record.sys_flag, 0, topic_length, 0)
     status = _check_sizes(record, props, overhead, max_message_size)
-    return status, props if status is PutMessageStatus.PUT_OK else None
+    return status, props if status is PUT_OK else None
 
 
 def check_batch(records, max_message_size):
@@ -132,7 +133,7 @@ def check_batch(records, max_message_size):
     if speedups is not None:
         properties = speedups.check_batch_records(records, topic, queue_id, topic_length)
         if properties is not None:  # all passed; otherwise the loop below says why
-            return PutMessageStatus.PUT_OK, properties
+            return PUT_OK, properties
     overheads = {}  # sys flag -> record length without body and properties
     client_length = 0
     properties = []
@@ -157,7 +158,7 @@ def check_batch(records, max_message_size):
         properties.append(props)
     if body_length is None and client_length > max_message_size:
         return PutMessageStatus.MESSAGE_ILLEGAL, None
-    return PutMessageStatus.PUT_OK, properties
+    return PUT_OK, properties
 
 
 #: ``Integer.parseInt``, as ``getDelayTimeLevel`` reads ``DELAY``.
@@ -253,7 +254,7 @@ class CommitLog:
         if is_consumable:
             self.topic_queue_table[key] = begin_queue_offset + len(records)
         return AppendMessageResult(
-            AppendMessageStatus.PUT_OK, begin_offset, total,
+            APPENDED, begin_offset, total,
             ids[0] if len(ids) == 1 else ",".join(ids), store_timestamp,
             begin_queue_offset, len(records), dispatch_fields)
 

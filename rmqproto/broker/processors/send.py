@@ -41,7 +41,7 @@ from rmqproto.codec.message import (
 )
 from rmqproto.errors import CodecError
 from rmqproto.store.config import store_paths
-from rmqproto.store.results import PutMessageStatus as S
+from rmqproto.store.results import PUT_OK, PutMessageStatus as S
 from rmqproto.store.retention import disk_partition_used_ratio
 
 __all__ = ["SendMessageProcessor", "FAQ_SUFFIX", "java_property_order", "put_status_response",
@@ -56,6 +56,11 @@ FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 DLQ_NUMS_PER_GROUP = 1
 
 _RW = PERM_READ | PERM_WRITE
+
+# members every send reads, as names (through their enum class each read costs a hook)
+_SEND_MESSAGE = RC.SEND_MESSAGE
+_SUCCESS = R.SUCCESS
+_MULTI_TAG = TopicFilterType.MULTI_TAG
 
 #: How many topic names pre_send remembers as valid and allowed before it starts over.
 _MAX_SENDABLE_TOPICS = 4096
@@ -197,7 +202,7 @@ class SendMessageProcessor:
     @staticmethod
     def parse_request_header(request):
         """``parseRequestHeader``: V1 for SEND_MESSAGE, V2 (turned into V1) for 310 and 320."""
-        if request.code == RC.SEND_MESSAGE:
+        if request.code == _SEND_MESSAGE:
             return h.SendMessageRequestHeader.from_ext_fields(request.ext_fields)
         return h.SendMessageRequestHeaderV2.v1_from_ext_fields(request.ext_fields)
 
@@ -229,8 +234,8 @@ class SendMessageProcessor:
 
     def _put_done(self, result, request, queue_id):
         status = result.status
-        if status is S.PUT_OK:
-            code = R.SUCCESS
+        if status is PUT_OK:
+            code = _SUCCESS
         else:
             code, remark = put_status_response(status, self.config)
             if not status.stored:
@@ -292,7 +297,7 @@ class SendMessageProcessor:
 
     def _sys_flag(self, header, topic_config):
         sys_flag = header.sys_flag
-        if topic_config.topic_filter_type == TopicFilterType.MULTI_TAG:
+        if topic_config.topic_filter_type == _MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
         return sys_flag
 
