@@ -4,14 +4,13 @@ int subclasses, ASCII and other text, wrong types and counts, malformed plans. F
 errors must be the same. ``test_frame.py`` checks the templates against ``encode_frame``."""
 
 import enum
-import gc
-import sys
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqproto.codec import frame as F
 from rmqproto.codec.native import speedups
+from test_speedups_requests import assert_no_leak
 
 if speedups is None:
     pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
@@ -94,12 +93,4 @@ def test_writing_does_not_leak():
                 except TypeError:
                     pass
 
-    run()
-    gc.collect()
-    before = sys.gettotalrefcount() if hasattr(sys, "gettotalrefcount") else None
-    blocks = sys.getallocatedblocks()
-    run()
-    gc.collect()
-    assert sys.getallocatedblocks() - blocks < 200
-    if before is not None:  # a debug build
-        assert sys.gettotalrefcount() - before < 200
+    assert_no_leak(run)
