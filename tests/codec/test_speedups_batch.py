@@ -294,16 +294,23 @@ def _checked_batches(draw):
     return records
 
 
-def _same_check(records, max_message_size):
-    """check_batch with and without the C loop: same outcome, same records afterwards."""
-    python_records = copy.deepcopy(records)
-    ours = _outcome(commitlog.check_batch, records, max_message_size)
+def same_check(check, subject, twin, max_message_size, state):
+    """``check(subject, max_message_size)`` with the C speedups of the commit log and
+    ``check(twin, max_message_size)`` without them: the same outcome, and the same
+    ``state`` of ``subject`` and ``twin`` afterwards."""
+    ours = _outcome(check, subject, max_message_size)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(commitlog, "speedups", None)
-        python = _outcome(commitlog.check_batch, python_records, max_message_size)
+        python = _outcome(check, twin, max_message_size)
     assert ours == python
-    assert _all_slots(records) == _all_slots(python_records)
+    assert state(subject) == state(twin)
     return ours
+
+
+def _same_check(records, max_message_size):
+    """check_batch with and without the C loop: same outcome, same records afterwards."""
+    return same_check(commitlog.check_batch, records, copy.deepcopy(records), max_message_size,
+                      _all_slots)
 
 
 @settings(max_examples=400, deadline=None)

@@ -17,6 +17,7 @@ from rmqproto.store import commitlog, consumequeue, dispatch
 from rmqproto.store.indexservice import index_entries, python_index_entries
 from support.recordstrategies import HOSTS, INT32, INT64, PROPERTY_TEXT, properties
 from test_speedups import _growth, _outcome
+from test_speedups_batch import _slots, same_check
 
 if speedups is None:
     pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
@@ -284,22 +285,11 @@ def _message_records(draw):
     return record
 
 
-def _slots(record):
-    """Every slot of ``record``, the properties as their items in order."""
-    values = [getattr(record, name) for name in m.MessageRecord.__slots__]
-    return values[:-1] + [list(values[-1].items())]
-
-
 def _same_check(record, max_message_size):
     """check_message with and without the C check: same outcome, same record afterwards."""
-    python_record = copy.copy(record)  # neither check changes the body or the properties
-    ours = _outcome(commitlog.check_message, record, max_message_size)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(commitlog, "speedups", None)
-        python = _outcome(commitlog.check_message, python_record, max_message_size)
-    assert ours == python
-    assert _slots(record) == _slots(python_record)
-    return ours
+    # a shallow copy: neither check changes the body or the properties
+    return same_check(commitlog.check_message, record, copy.copy(record), max_message_size,
+                      _slots)
 
 
 @settings(max_examples=400, deadline=None)
