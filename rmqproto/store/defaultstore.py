@@ -521,9 +521,11 @@ class DefaultMessageStore:
             # thread dispatches apart from the puts
             self.reput.defer_records(result.dispatch_fields,
                                      result.wrote_offset + result.wrote_bytes)
-            self._schedule_reput()
         else:
             self.reput.do_reput()
+        # the turn's end: the deferred dispatch, and the flusher's wake-up if _after_append
+        # asks for it
+        self._schedule_reput()
         for listener in self.append_listeners:
             listener()
         self.stats.put(len(records), result.wrote_bytes)
@@ -535,9 +537,9 @@ class DefaultMessageStore:
         if self.config["flushDiskType"] == "SYNC_FLUSH" and wait:
             flushed = self.flusher.wait_for(next_offset)
         else:
-            # Java's put only wakes its flush thread: the turn's puts wake ours once
+            # Java's put only wakes its flush thread: the turn's puts wake ours once, at its
+            # end (_append scheduled it)
             self._flush_wanted = True
-            self._schedule_reput()
             flushed = None
         replicated = None
         if (self.config["brokerRole"] == "SYNC_MASTER" and wait
