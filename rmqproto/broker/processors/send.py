@@ -62,9 +62,6 @@ _SEND_MESSAGE = RC.SEND_MESSAGE
 _SUCCESS = R.SUCCESS
 _MULTI_TAG = TopicFilterType.MULTI_TAG
 
-#: How many topic names pre_send remembers as valid and allowed before it starts over.
-_MAX_SENDABLE_TOPICS = 4096
-
 
 def _born_host(context):
     """A record's born host: the sending connection's ``(ip, port)``."""
@@ -146,7 +143,6 @@ class SendMessageProcessor:
         self._answer_templates = {}  # (serialize type, regionId, traceOn) -> extFields
         self._frame_templates = {}  # (regionId, traceOn) -> JsonResponseTemplate
         self._version = CURRENT_VERSION  # the dispatcher's, which answers
-        self._sendable_topics = set()  # names that passed the name checks of pre_send
 
     def register_with(self, dispatcher):
         self._version = dispatcher.version
@@ -255,16 +251,11 @@ class SendMessageProcessor:
         if not self.config["brokerPermission"] & PERM_WRITE and manager.is_order_topic(topic):
             raise _Refused(R.NO_PERMISSION, "the broker[%s] sending message is forbidden"
                            % self.config["brokerIP1"])
-        if topic not in self._sendable_topics:
-            invalid = validate_topic(topic)
-            if invalid is not None:
-                raise _Refused(R.SYSTEM_ERROR, invalid)
-            if is_not_allowed_send_topic(topic):
-                raise _Refused(R.NO_PERMISSION, "Sending message to topic[%s] is forbidden."
-                               % topic)
-            if len(self._sendable_topics) >= _MAX_SENDABLE_TOPICS:
-                self._sendable_topics.clear()
-            self._sendable_topics.add(topic)
+        invalid = validate_topic(topic)
+        if invalid is not None:
+            raise _Refused(R.SYSTEM_ERROR, invalid)
+        if is_not_allowed_send_topic(topic):
+            raise _Refused(R.NO_PERMISSION, "Sending message to topic[%s] is forbidden." % topic)
         topic_config = manager.select_topic_config(topic)
         if topic_config is None:
             topic_config = self._create_topic(header, context)
