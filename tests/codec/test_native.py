@@ -7,6 +7,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "rmqproto"
 SPEEDUPS = "_speedups" + sysconfig.get_config_var("EXT_SUFFIX")
 
@@ -34,3 +36,14 @@ def test_a_build_that_does_not_load_is_an_error(tmp_path):
     run = _import_native(tmp_path, damaged=True)
     assert run.returncode != 0
     assert "ImportError" in run.stderr and SPEEDUPS in run.stderr
+
+
+def test_a_missing_build_skips_the_speedups_tests_only_without_a_compiler(monkeypatch):
+    from support import speedups as guard
+    monkeypatch.setattr(guard, "speedups", None)
+    monkeypatch.setattr(guard.shutil, "which", lambda name: None)
+    with pytest.raises(pytest.skip.Exception, match="no C compiler"):
+        guard.require_speedups()
+    monkeypatch.setattr(guard.shutil, "which", lambda name: "/usr/bin/" + name)
+    with pytest.raises(pytest.fail.Exception, match="build's errors"):
+        guard.require_speedups()

@@ -20,11 +20,10 @@ from rmqproto.codec.javalang import masked_crc32, python_java_string_hash_contin
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from support.recordstrategies import INT32, INT64, properties
+from support.speedups import require_speedups
 from test_dispatch_scan import _endings, _flips, _raw_record, _records, _segment, _state
 
-if speedups is None:
-    pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
-                allow_module_level=True)
+require_speedups()
 
 
 def _outcome(fn, *args):

@@ -22,13 +22,12 @@ from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store import commitlog
 from support.recordstrategies import HOSTS, INT32, INT64, PROPERTY_TEXT, properties
+from support.speedups import require_speedups
 from test_batch_records import _batch_body, _property_bytes
 from test_speedups import _growth, _outcome
 from test_stored_batch import _batches
 
-if speedups is None:
-    pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
-                allow_module_level=True)
+require_speedups()
 
 _V1, _V2 = m.MESSAGE_MAGIC_CODE, m.MESSAGE_MAGIC_CODE_V2
 _INT32_MAX, _INT64_MAX = (1 << 31) - 1, (1 << 63) - 1

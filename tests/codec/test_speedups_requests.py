@@ -16,10 +16,9 @@ from hypothesis import given, settings, strategies as st
 from rmqproto.codec import frame as F, headers as H
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
+from support.speedups import require_speedups
 
-if speedups is None:
-    pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
-                allow_module_level=True)
+require_speedups()
 
 _NUMBERS = st.sampled_from([
     "0", "-0", "+0", "7", "+7", "-7", "007", "", "+", "-", " 1", "1 ", "1.5", "0x10",

@@ -10,11 +10,10 @@ from hypothesis import given, settings, strategies as st
 
 from rmqproto.codec import frame as F
 from rmqproto.codec.native import speedups
+from support.speedups import require_speedups
 from test_speedups_requests import assert_no_leak
 
-if speedups is None:
-    pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
-                allow_module_level=True)
+require_speedups()
 
 
 class Code(enum.IntEnum):

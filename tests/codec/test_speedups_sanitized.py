@@ -17,11 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from rmqproto.codec.native import speedups
+from support.speedups import require_speedups
 
-if speedups is None:
-    pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
-                allow_module_level=True)
+require_speedups()
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS = tuple(str(REPO / "tests" / "codec" / name) for name in (

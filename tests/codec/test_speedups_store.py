@@ -16,12 +16,11 @@ from rmqproto.codec.native import speedups
 from rmqproto.store import commitlog, consumequeue, dispatch
 from rmqproto.store.indexservice import index_entries, python_index_entries
 from support.recordstrategies import HOSTS, INT32, INT64, PROPERTY_TEXT, properties
+from support.speedups import require_speedups
 from test_speedups import _growth, _outcome
 from test_speedups_batch import _slots, same_check
 
-if speedups is None:
-    pytest.skip("rmqproto.codec._speedups is not built (no C compiler at install time)",
-                allow_module_level=True)
+require_speedups()
 
 _SCHEDULE = dispatch.SCHEDULE_TOPIC
 _ROLLBACK = m.TRANSACTION_ROLLBACK_TYPE
