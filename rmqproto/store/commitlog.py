@@ -15,7 +15,7 @@ from rmqproto.codec.headers import Field
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store.consumequeue import names_a_directory
-from rmqproto.store.mappedfile import MappedFileQueue
+from rmqproto.store.mappedfile import MappedFileQueue, message_at
 from rmqproto.store.results import (APPENDED, PUT_OK, AppendMessageResult, AppendMessageStatus,
                                     PutMessageStatus)
 
@@ -278,10 +278,7 @@ class CommitLog:
 
     def get_message(self, offset, size):
         """``getMessage(offset, size)``: the stored bytes, or None if not (or no longer) there."""
-        mapped = self.queue.find_mapped_file_by_offset(offset, offset == 0)
-        if mapped is None:
-            return None
-        return mapped.read(offset - mapped.file_from_offset, size)
+        return message_at(self.queue.files, self.file_size, offset, size)
 
     def get_data(self, offset, max_size=None, return_first_on_not_found=None):
         """``getData``: written bytes from ``offset`` to the end of its segment (capped)."""

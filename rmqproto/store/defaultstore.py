@@ -39,12 +39,16 @@ from rmqproto.store.results import (APPENDED, PUT_OK, GetMessageResult, GetMessa
                                     PutMessageResult, PutMessageStatus, QueryMessageResult)
 from rmqproto.store.storecheckpoint import StoreCheckpoint
 from rmqproto.store.storestats import StoreStats
+from rmqproto.store.transfer import FOUND, NO_MATCH, REMOVING, transfer_caps, transfer_units
 
-__all__ = ["DefaultMessageStore", "RunningFlags", "REPUT_SLICE_BYTES", "is_the_batch_full",
-           "next_offset_correction", "to_schedule_topic", "total_physical_memory"]
+__all__ = ["DefaultMessageStore", "RunningFlags", "REPUT_SLICE_BYTES", "next_offset_correction",
+           "to_schedule_topic", "total_physical_memory"]
 
 log = Logger()
 _UNIT = CQ_STORE_UNIT_SIZE
+_TRANSFER_STATUS = {NO_MATCH: GetMessageStatus.NO_MATCHED_MESSAGE,
+                    REMOVING: GetMessageStatus.MESSAGE_WAS_REMOVING,
+                    FOUND: GetMessageStatus.FOUND}
 #: Replicated commit-log bytes a slave dispatches in one reactor turn (about 8 ms of CPU).
 REPUT_SLICE_BYTES = 1 << 20
 
@@ -133,19 +137,6 @@ def next_offset_correction(old_offset, new_offset, broker_role, offset_check_in_
     if broker_role != "SLAVE" or offset_check_in_slave:
         return new_offset
     return old_offset
-
-
-def is_the_batch_full(size_py, max_msg_nums, buffer_total, message_total, in_disk, config):
-    """``isTheBatchFull``: the transfer caps of one pull (never before the first message)."""
-    if buffer_total == 0 or message_total == 0:
-        return False
-    if max_msg_nums <= message_total:
-        return True
-    if in_disk:
-        return (buffer_total + size_py > config["maxTransferBytesOnMessageInDisk"]
-                or message_total > config["maxTransferCountOnMessageInDisk"] - 1)
-    return (buffer_total + size_py > config["maxTransferBytesOnMessageInMemory"]
-            or message_total > config["maxTransferCountOnMessageInMemory"] - 1)
 
 
 def _scan_bytes(max_msg_nums):
@@ -661,45 +652,16 @@ class DefaultMessageStore:
                                 queue_offsets)
 
     def _transfer(self, units, offset, max_msg_nums, message_filter, messages, queue_offsets):
-        """The unit loop of ``getMessage``: ``(status, units scanned, suggest slave)``."""
+        """The unit loop of ``getMessage`` (:func:`transfer_units`): ``(status, units
+        scanned, suggest slave)``."""
         config = self.config
         log_ = self.commit_log
         max_offset_py = log_.max_offset
         memory = int(self.total_physical_memory * (config["accessMessageInMemoryMaxRatio"] / 100.0))
-        status = GetMessageStatus.NO_MATCHED_MESSAGE
-        next_phy_file_start = None
-        max_phy_pulling = 0
-        limit = len(units)
-        total = 0
-        i = 0
-        while i + _UNIT <= limit:
-            offset_py = int.from_bytes(units[i:i + 8], "big", signed=True)
-            size_py = int.from_bytes(units[i + 8:i + 12], "big", signed=True)
-            tags_code = int.from_bytes(units[i + 12:i + 20], "big", signed=True)
-            max_phy_pulling = offset_py
-            if next_phy_file_start is not None and offset_py < next_phy_file_start:
-                i += _UNIT
-                continue
-            in_disk = max_offset_py - offset_py > memory
-            if is_the_batch_full(size_py, max_msg_nums, total, len(messages), in_disk, config):
-                break
-            if message_filter is not None and not message_filter(tags_code):
-                i += _UNIT
-                continue
-            data = log_.get_message(offset_py, size_py)
-            if data is None:
-                if total == 0:
-                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                next_phy_file_start = log_.roll_next_file(offset_py)
-                i += _UNIT
-                continue
-            messages.append(data)
-            queue_offsets.append(offset + i // _UNIT)
-            total += len(data)
-            status = GetMessageStatus.FOUND
-            next_phy_file_start = None
-            i += _UNIT
-        return status, i // _UNIT, max_offset_py - max_phy_pulling > memory
+        outcome, scanned, max_phy_pulling = transfer_units(
+            log_.queue.files, log_.file_size, units, offset, max_msg_nums, message_filter,
+            max_offset_py, memory, transfer_caps(config), messages, queue_offsets)
+        return _TRANSFER_STATUS[outcome], scanned, max_offset_py - max_phy_pulling > memory
 
     @_dispatched_first
     def get_max_offset_in_queue(self, topic, queue_id):

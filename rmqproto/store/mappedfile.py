@@ -19,7 +19,7 @@ from rmqproto.codec.storefile import FILE_NAME_DIGITS, file_name_to_offset, offs
 from rmqproto.errors import CodecError, RmqError
 
 __all__ = ["OS_PAGE_SIZE", "StoreError", "MappedFileBase", "MappedFile", "MappedFileQueue",
-           "numbered_files", "run_flush_plan", "able_to_flush"]
+           "numbered_files", "run_flush_plan", "able_to_flush", "file_by_offset", "message_at"]
 
 #: ``MappedFile.OS_PAGE_SIZE``: the unit of the "least pages" flush thresholds.
 OS_PAGE_SIZE = 4096
@@ -195,6 +195,32 @@ class MappedFile(MappedFileBase):
         self.wrote_position = self.flushed_position = pos
 
 
+def file_by_offset(files, file_size, offset, return_first_on_not_found=False):
+    """``findMappedFileByOffset`` over ``files`` (segments of ``file_size`` in offset order):
+    the one holding ``offset``; else the first one if asked, or None."""
+    if not files:
+        return None
+    first = files[0]
+    index = offset // file_size - first.file_from_offset // file_size
+    if 0 <= index < len(files):
+        mapped = files[index]
+        if mapped.file_from_offset <= offset < mapped.file_from_offset + file_size:
+            return mapped
+    for mapped in files:
+        if mapped.file_from_offset <= offset < mapped.file_from_offset + file_size:
+            return mapped
+    return first if return_first_on_not_found else None
+
+
+def message_at(files, file_size, offset, size):
+    """``getMessage(offset, size)`` of a commit log's segments ``files``: the stored bytes, or
+    None if not (or no longer) all written there."""
+    mapped = file_by_offset(files, file_size, offset, offset == 0)
+    if mapped is None:
+        return None
+    return mapped.read(offset - mapped.file_from_offset, size)
+
+
 class MappedFileQueue:
     """The segments of one directory, in offset order (``MappedFileQueue``)."""
 
@@ -252,19 +278,7 @@ class MappedFileQueue:
 
     def find_mapped_file_by_offset(self, offset, return_first_on_not_found=False):
         """``findMappedFileByOffset``: the file holding ``offset``."""
-        files = self.files
-        if not files:
-            return None
-        first = files[0]
-        index = offset // self.file_size - first.file_from_offset // self.file_size
-        if 0 <= index < len(files):
-            mapped = files[index]
-            if mapped.file_from_offset <= offset < mapped.file_from_offset + self.file_size:
-                return mapped
-        for mapped in files:
-            if mapped.file_from_offset <= offset < mapped.file_from_offset + self.file_size:
-                return mapped
-        return first if return_first_on_not_found else None
+        return file_by_offset(self.files, self.file_size, offset, return_first_on_not_found)
 
     def mapped_file_by_time(self, timestamp):
         """``getMappedFileByTime``: the first file modified at or after ``timestamp``, else the last."""

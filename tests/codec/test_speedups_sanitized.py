@@ -24,7 +24,7 @@ require_speedups()
 REPO = Path(__file__).resolve().parents[2]
 TESTS = tuple(str(REPO / "tests" / "codec" / name) for name in (
     "test_speedups.py", "test_speedups_batch.py", "test_speedups_store.py",
-    "test_speedups_requests.py", "test_speedups_responses.py"))
+    "test_speedups_requests.py", "test_speedups_responses.py", "test_speedups_transfer.py"))
 SANITIZERS = "-fsanitize=address,undefined"
 
 

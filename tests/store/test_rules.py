@@ -12,14 +12,16 @@ from rmqproto.store import recovery
 from rmqproto.store.commitlog import check_batch, check_message
 from rmqproto.store.config import STORE_SETTINGS
 from rmqproto.store.consumequeue import search_offset_by_time, valid_prefix_length
-from rmqproto.store.defaultstore import is_the_batch_full, next_offset_correction, to_schedule_topic
+from rmqproto.store.defaultstore import next_offset_correction, to_schedule_topic
 from rmqproto.store.dispatch import SCHEDULE_TOPIC, dispatch_request, parse_delay_levels
 from rmqproto.store.flush import GroupCommitRequests, least_pages_for
 from rmqproto.store.mappedfile import able_to_flush
 from rmqproto.store.results import PutMessageStatus as S
+from rmqproto.store.transfer import is_the_batch_full, transfer_caps
 from store_support import record
 
 CONFIG = STORE_SETTINGS.resolve()[0]
+CAPS = transfer_caps(CONFIG)
 DELAYS = parse_delay_levels(CONFIG["messageDelayLevel"])
 
 
@@ -119,14 +121,14 @@ def test_group_commit_answers_covered_and_expired_requests():
 # ---------------------------------------------------------------- pulls
 
 def test_batch_caps_memory_and_disk():
-    assert not is_the_batch_full(1000, 1, 0, 0, False, CONFIG)  # never before the first message
-    assert is_the_batch_full(10, 2, 10, 2, False, CONFIG)
-    assert is_the_batch_full(10, 100, 10, 32, False, CONFIG)  # maxTransferCountOnMessageInMemory
-    assert not is_the_batch_full(10, 100, 10, 31, False, CONFIG)
-    assert is_the_batch_full(10, 100, 10, 8, True, CONFIG)  # maxTransferCountOnMessageInDisk
-    assert is_the_batch_full(2000, 100, 64 * 1024 - 1000, 2, True, CONFIG)
-    assert not is_the_batch_full(2000, 100, 64 * 1024 - 1000, 2, False, CONFIG)
-    assert is_the_batch_full(2000, 100, 256 * 1024 - 1000, 2, False, CONFIG)
+    assert not is_the_batch_full(1000, 1, 0, 0, False, CAPS)  # never before the first message
+    assert is_the_batch_full(10, 2, 10, 2, False, CAPS)
+    assert is_the_batch_full(10, 100, 10, 32, False, CAPS)  # maxTransferCountOnMessageInMemory
+    assert not is_the_batch_full(10, 100, 10, 31, False, CAPS)
+    assert is_the_batch_full(10, 100, 10, 8, True, CAPS)  # maxTransferCountOnMessageInDisk
+    assert is_the_batch_full(2000, 100, 64 * 1024 - 1000, 2, True, CAPS)
+    assert not is_the_batch_full(2000, 100, 64 * 1024 - 1000, 2, False, CAPS)
+    assert is_the_batch_full(2000, 100, 256 * 1024 - 1000, 2, False, CAPS)
 
 
 def test_slave_keeps_the_requested_offset():
