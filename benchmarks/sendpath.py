@@ -24,6 +24,7 @@ other load on the machine does not move, so two versions can be compared by one 
 """
 
 import argparse
+import contextlib
 import cProfile
 import functools
 import pstats
@@ -133,6 +134,20 @@ def make_broker(root):
                                           header.to_ext_fields()))
     assert answer.code == ResponseCode.SUCCESS, answer.remark
     return controller
+
+
+@contextlib.contextmanager
+def temporary_broker(prefix):
+    """A broker of :func:`make_broker` under a new temporary directory (``prefix``), shut down
+    and removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        controller = make_broker(root / "store")
+        yield controller
+        controller.store.shutdown()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        log("done")
 
 
 def _frame(code, ext_fields):
@@ -246,15 +261,16 @@ def counted(runner, frames, controller):
     return functools.reduce(lambda _, __: runner(frames, controller), [None], None)
 
 
-def count_instructions(argv, sends):
-    """Run this script with ``argv`` (plus ``--counted``) under callgrind; instructions a send."""
+def count_instructions(argv, sends, script=__file__):
+    """Run ``script`` (this one by default) with ``argv`` (plus ``--counted``) under callgrind;
+    instructions a send."""
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (Debian's package valgrind)")
     with tempfile.TemporaryDirectory(prefix="sendpath-cg-") as out:
         done = subprocess.run(
             ["valgrind", "--tool=callgrind", "--collect-atstart=no",
              "--toggle-collect=" + _COUNTED, "--callgrind-out-file=%s/callgrind.out" % out,
-             sys.executable, __file__, *argv, "--counted"],
+             sys.executable, script, *argv, "--counted"],
             capture_output=True, text=True, check=False)
     found = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
     if done.returncode or not found:
@@ -283,9 +299,7 @@ def main(argv=None):
             "{:,.0f}".format(count_instructions(argv, args.messages))))
         return
     exit_on_sigterm()
-    root = Path(tempfile.mkdtemp(prefix="sendpath-"))
-    try:
-        controller = make_broker(root / "store")
+    with temporary_broker("sendpath-") as controller:
         runner = run if args.per_read <= 0 else partial(run_protocol, per_read=args.per_read)
         warmup = request_frames(2000, args.body_size, args.batch)
         check(warmup, runner(warmup, controller)[1])
@@ -314,10 +328,6 @@ def main(argv=None):
             print(stage_table(stats, per_send_us))
             print()
             stats.sort_stats("tottime").print_stats(25)
-        controller.store.shutdown()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-        log("done")
 
 
 if __name__ == "__main__":
