@@ -1494,37 +1494,49 @@ stored_dispatch_fields(PyObject *record, const SharedFields *shared, PyObject *s
     return fields;
 }
 
-PyDoc_STRVAR(encode_stored_batch_doc,
-"encode_stored_batch(records, properties, store_timestamp, commit_log_offset, queue_offset)\n"
-"    -> (bytes, ids, dispatch fields) or None\n\n"
-"rmqproto.codec.message.python_encode_stored_batch for a batch whose records all share\n"
+PyDoc_STRVAR(write_stored_batch_doc,
+"write_stored_batch(buffer, position, total, records, properties, store_timestamp,\n"
+"                   commit_log_offset, queue_offset) -> (ids, dispatch fields) or None\n\n"
+"rmqproto.codec.message.python_write_stored_batch for a batch whose records all share\n"
 "the first one's topic (at most 127 UTF-8 bytes), queue, sys flag, born and store hosts\n"
 "(IPv4), born timestamp, reconsume times, prepared offset and version-1 magic code, with\n"
-"bytes bodies and properties, as many properties as records and every field in range.\n"
-"None for any other batch, with no record changed (the caller encodes it in Python).");
+"bytes bodies and properties, as many properties as records, every field in range and\n"
+"total bytes in all: they are encoded straight into the writable buffer at position.\n"
+"ValueError when total bytes from position do not fit the buffer; None for any other\n"
+"batch (the caller writes it in Python); either way with nothing written or changed.");
 
 static PyObject *
-encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (arguments_ok(nargs == 5, "encode_stored_batch takes records, properties, "
-                     "store_timestamp, commit_log_offset and queue_offset") < 0)
+    if (arguments_ok(nargs == 8 && PyLong_Check(args[1]) && PyLong_Check(args[2]),
+                     "write_stored_batch takes buffer, position and total (ints), records, "
+                     "properties, store_timestamp, commit_log_offset and queue_offset") < 0)
         return NULL;
-    int ok = 1;
-    int64_t store_timestamp = as_long(args[2], &ok);
-    int64_t begin_offset = as_long(args[3], &ok);
-    int64_t begin_queue_offset = as_long(args[4], &ok);
-    PyObject *records = PySequence_Fast(args[0], "records must be iterable");
-    if (records == NULL)
+    int fits = 1, ok = 1;
+    int64_t position = as_long(args[1], &fits), expected = as_long(args[2], &fits);
+    int64_t store_timestamp = as_long(args[5], &ok);
+    int64_t begin_offset = as_long(args[6], &ok);
+    int64_t begin_queue_offset = as_long(args[7], &ok);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
         return NULL;
-    PyObject *properties = PySequence_Fast(args[1], "properties must be iterable");
+    if (!fits || position < 0 || expected < 0 || expected > view.len - position) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "the records do not fit the buffer");
+        return NULL;
+    }
+    PyObject *records = PySequence_Fast(args[3], "records must be iterable");
+    PyObject *properties = records == NULL ? NULL
+        : PySequence_Fast(args[4], "properties must be iterable");
     if (properties == NULL) {
-        Py_DECREF(records);
+        Py_XDECREF(records);
+        PyBuffer_Release(&view);
         return NULL;
     }
     SharedFields shared = {{NULL}};
-    PyObject *result = NULL, *data = NULL, *ids = NULL, *dispatch = NULL;
+    PyObject *result = NULL, *ids = NULL, *dispatch = NULL;
     PyObject *offset_object = NULL, *queue_offset_object = NULL;
-    int64_t *flags = NULL;
+    int64_t *flags = NULL, *crcs = NULL;
     PyObject **bodies = NULL;
     int shares = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(records);
@@ -1534,10 +1546,12 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     shares = read_shared(PySequence_Fast_GET_ITEM(records, 0), &shared);
     if (shares <= 0)
         goto not_shared;
-    /* first pass: every record is checked and measured before anything is changed */
+    /* first pass: every record is checked, measured and its CRC computed before anything
+     * is changed */
     flags = PyMem_Malloc(n * sizeof(int64_t));
+    crcs = PyMem_Malloc(n * sizeof(int64_t));
     bodies = PyMem_Calloc(n, sizeof(PyObject *));
-    if (flags == NULL || bodies == NULL) {
+    if (flags == NULL || crcs == NULL || bodies == NULL) {
         PyErr_NoMemory();
         goto decided;
     }
@@ -1562,35 +1576,32 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (size > INT32_MAX || total > INT64_MAX - begin_offset - size)
             goto other;
         total += size;
+        if ((crcs[i] = masked_crc32(bodies[i])) < 0)
+            goto decided;
     }
-    /* second pass: encode, and fill in what the encoding gives each record */
-    if ((data = PyBytes_FromStringAndSize(NULL, total)) == NULL || (ids = PyList_New(n)) == NULL
-            || (dispatch = PyList_New(n)) == NULL)
+    if (total != expected)
+        goto other;
+    /* second pass: fill in what the encoding gives each record */
+    if ((ids = PyList_New(n)) == NULL || (dispatch = PyList_New(n)) == NULL)
         goto decided;
-    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(data);
     int64_t offset = begin_offset;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *record = PySequence_Fast_GET_ITEM(records, i);
-        PyObject *props = PySequence_Fast_GET_ITEM(properties, i);
-        int64_t crc = masked_crc32(bodies[i]);
-        if (crc < 0)
-            goto decided;
-        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i]) + PyBytes_GET_SIZE(props);
-        write_record(p, &shared, size, crc, flags[i], begin_queue_offset + i, offset,
-                     store_timestamp, bodies[i], props);
+        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i])
+            + PyBytes_GET_SIZE(PySequence_Fast_GET_ITEM(properties, i));
         PyObject *id = message_id(&shared, offset);
         if (id == NULL)
             goto decided;
         PyList_SET_ITEM(ids, i, id);
         /* the first record's offsets are the arguments, as Python stores them */
-        offset_object = i == 0 ? Py_NewRef(args[3]) : PyLong_FromLongLong(offset);
-        queue_offset_object = i == 0 ? Py_NewRef(args[4])
+        offset_object = i == 0 ? Py_NewRef(args[6]) : PyLong_FromLongLong(offset);
+        queue_offset_object = i == 0 ? Py_NewRef(args[7])
             : PyLong_FromLongLong(begin_queue_offset + i);
         if (offset_object == NULL || queue_offset_object == NULL
-                || set_stored_fields(record, args[2], crc, offset_object,
+                || set_stored_fields(record, args[5], crcs[i], offset_object,
                                      queue_offset_object) < 0)
             goto decided;
-        PyObject *fields = stored_dispatch_fields(record, &shared, args[2], offset_object,
+        PyObject *fields = stored_dispatch_fields(record, &shared, args[5], offset_object,
                                                   queue_offset_object, size);
         if (fields == NULL)
             goto decided;
@@ -1598,9 +1609,19 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_CLEAR(offset_object);
         Py_CLEAR(queue_offset_object);
         offset += size;
+    }
+    /* last: the bytes, which cannot fail half-way */
+    unsigned char *p = (unsigned char *)view.buf + position;
+    offset = begin_offset;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *props = PySequence_Fast_GET_ITEM(properties, i);
+        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i]) + PyBytes_GET_SIZE(props);
+        write_record(p, &shared, size, crcs[i], flags[i], begin_queue_offset + i, offset,
+                     store_timestamp, bodies[i], props);
+        offset += size;
         p += size;
     }
-    result = PyTuple_Pack(3, data, ids, dispatch);
+    result = PyTuple_Pack(2, ids, dispatch);
     goto decided;
 not_shared:
     if (shares < 0)
@@ -1613,8 +1634,8 @@ decided:
             Py_XDECREF(bodies[i]);
     }
     PyMem_Free(bodies);
+    PyMem_Free(crcs);
     PyMem_Free(flags);
-    Py_XDECREF(data);
     Py_XDECREF(ids);
     Py_XDECREF(dispatch);
     Py_XDECREF(offset_object);
@@ -1622,6 +1643,7 @@ decided:
     clear_shared(&shared);
     Py_DECREF(records);
     Py_DECREF(properties);
+    PyBuffer_Release(&view);
     return result;
 }
 
@@ -2099,8 +2121,8 @@ static PyMethodDef methods[] = {
      check_batch_records_doc},
     {"check_message_record", (PyCFunction)(void (*)(void))check_message_record, METH_FASTCALL,
      check_message_record_doc},
-    {"encode_stored_batch", (PyCFunction)(void (*)(void))encode_stored_batch, METH_FASTCALL,
-     encode_stored_batch_doc},
+    {"write_stored_batch", (PyCFunction)(void (*)(void))write_stored_batch, METH_FASTCALL,
+     write_stored_batch_doc},
     {"decode_header", (PyCFunction)(void (*)(void))decode_header, METH_FASTCALL,
      decode_header_doc},
     {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,

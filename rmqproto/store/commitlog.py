@@ -231,25 +231,25 @@ class CommitLog:
     def append(self, records, store_timestamp, properties):
         """Append records of one queue that passed :func:`check_message` or
         :func:`check_batch` (``properties``: the strings it encoded) contiguously (one
-        segment, consecutive queue offsets), encoded in one pass
-        (:func:`~rmqproto.codec.message.encode_stored_batch`) and copied into the segment at
-        once; each record gets its offsets, store timestamp and body CRC. A record that is
-        not consumable (a prepared or rolled-back transaction, only ever alone) gets queue
-        offset 0 and leaves the queue's counter as it is, as Java's ``doAppend``."""
+        segment, consecutive queue offsets), encoded in one pass straight into the
+        segment's mapping (:func:`~rmqproto.codec.message.write_stored_batch`); each record
+        gets its offsets, store timestamp and body CRC. A record that is not consumable (a
+        prepared or rolled-back transaction, only ever alone) gets queue offset 0 and
+        leaves the queue's counter as it is, as Java's ``doAppend``."""
         first = records[0]
         key = (first.topic, first.queue_id)
         total = first.store_size if len(records) == 1 else sum([r.store_size for r in records])
         mapped = self._file_for(total)
         if mapped is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        begin_offset = mapped.file_from_offset + mapped.wrote_position
+        position = mapped.wrote_position
+        begin_offset = mapped.file_from_offset + position
         is_consumable = consumable(first.sys_flag)
         begin_queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
-        data, ids, dispatch_fields = msg.encode_stored_batch(
-            records, properties, store_timestamp, begin_offset, begin_queue_offset)
-        if len(data) != total:
-            raise CodecError("records of %d bytes were checked as %d" % (len(data), total))
-        mapped.append(data)
+        ids, dispatch_fields = msg.write_stored_batch(
+            mapped.mm, position, total, records, properties, store_timestamp, begin_offset,
+            begin_queue_offset)
+        mapped.wrote_position = position + total
         mapped.store_timestamp = store_timestamp
         if is_consumable:
             self.topic_queue_table[key] = begin_queue_offset + len(records)
