@@ -1161,10 +1161,10 @@ record_overhead(int64_t sys_flag, Py_ssize_t topic_length)
 }
 
 PyDoc_STRVAR(check_batch_records_doc,
-"check_batch_records(records, topic, queue_id, topic_length) -> list or None\n\n"
+"check_batch_records(records, topic, queue_id, topic_length) -> (list, int) or None\n\n"
 "The loop of rmqproto.store.commitlog.check_batch for records that pass it: the stored\n"
 "properties bytes of each record, which gets the version-1 magic code and its store\n"
-"size.  None when a record is of another topic or queue, is a transaction's, or has no\n"
+"size, and the records' total size.  None when a record is of another topic or queue, is a transaction's, or has no\n"
 "stored properties bytes or more than 32767 of them (the caller checks the records in\n"
 "Python to say why).");
 
@@ -1181,6 +1181,7 @@ check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (records == NULL)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(records);
+    int64_t total = 0;
     PyObject *properties = PyList_New(n);
     if (properties == NULL)
         goto failed;
@@ -1222,9 +1223,10 @@ check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(store_size);
         if (set)
             goto failed;
+        total += size;  /* each below 2**32: no overflow for any list that fits memory */
     }
     Py_DECREF(records);
-    return properties;
+    return Py_BuildValue("(NL)", properties, (long long)total);
 refused:
     Py_DECREF(records);
     Py_DECREF(properties);
@@ -1236,10 +1238,10 @@ failed:
 }
 
 PyDoc_STRVAR(check_message_record_doc,
-"check_message_record(record, topic_length, max_message_size) -> bytes or None\n\n"
+"check_message_record(record, topic_length, max_message_size) -> (bytes, int) or None\n\n"
 "rmqproto.store.commitlog.check_message after the topic check, for a record that passes\n"
-"it: its properties_utf8 bytes; the record gets the version-1 magic code and its store\n"
-"size.  None when its properties are not a dict of str, its body is not bytes, its sys\n"
+"it: its properties_utf8 bytes and its store size, which the record gets, with the\n"
+"version-1 magic code.  None when its properties are not a dict of str, its body is not bytes, its sys\n"
 "flag not an int64, topic_length not within 0..127 or when a size check fails (the\n"
 "caller checks the record in Python to say why).");
 
@@ -1279,10 +1281,15 @@ check_message_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int set = store_size == NULL
         || PyObject_SetAttr(record, FIELD[F_MAGIC_CODE], MAGIC_CODE_V1) < 0
         || PyObject_SetAttr(record, FIELD[F_STORE_SIZE], store_size) < 0;
-    Py_XDECREF(store_size);
-    if (set)
-        Py_CLEAR(stored);
-    return stored;
+    PyObject *checked = set ? NULL : PyTuple_New(2);
+    if (checked == NULL) {
+        Py_XDECREF(store_size);
+        Py_DECREF(stored);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(checked, 0, stored);
+    PyTuple_SET_ITEM(checked, 1, store_size);
+    return checked;
 refused:
     Py_DECREF(stored);
     Py_RETURN_NONE;

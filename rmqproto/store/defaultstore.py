@@ -481,13 +481,13 @@ class DefaultMessageStore:
             topic = record.topic
             to_schedule_topic(record, self.max_delay_level)
             self._fix_host_flags(record)
-            status, properties = check_message(record, self.config["maxMessageSize"])
+            status, properties, total = check_message(record, self.config["maxMessageSize"])
             if record.topic != topic and topic_illegal(topic):
                 # moved by a delay level: the topic asked for is checked too (Java's checkMessage)
                 status = PutMessageStatus.MESSAGE_ILLEGAL
         if status is not PUT_OK:
             return self._refused(status)
-        return self._append([record], [properties], wait_store_msg_ok)
+        return self._append([record], [properties], total, wait_store_msg_ok)
 
     def put_messages(self, records, wait_store_msg_ok=True):
         """See :class:`IMessageStore`; a failed Deferred (CodecError) where Java's batch encoder
@@ -498,19 +498,20 @@ class DefaultMessageStore:
         if status is PUT_OK:
             self._fix_batch_host_flags(records)
             try:
-                status, properties = check_batch(records, self.config["maxMessageSize"])
+                status, properties, total = check_batch(records, self.config["maxMessageSize"])
             except CodecError:
                 return defer.fail()
         if status is not PUT_OK:
             return self._refused(status)
-        return self._append(records, properties, wait_store_msg_ok)
+        return self._append(records, properties, total, wait_store_msg_ok)
 
-    def _append(self, records, properties, wait):
-        """Append ``records`` that passed the checks (``properties``: the strings they
-        measured) to the commit log, dispatch what it wrote and start the waits."""
+    def _append(self, records, properties, total, wait):
+        """Append ``records`` that passed the checks (``properties`` and ``total``: the
+        strings and the size they measured) to the commit log, dispatch what it wrote and
+        start the waits."""
         before = self.commit_log.queue.max_offset
         at_head = self.reput.reput_from_offset == before
-        result = self.commit_log.append(records, self.now(), properties)
+        result = self.commit_log.append(records, self.now(), properties, total)
         if result.status is not APPENDED:
             return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
         if at_head:

@@ -327,13 +327,14 @@ def _decoded(count=3, topic="T"):
 
 def test_check_batch_records_answers():
     records = _decoded()
-    properties = speedups.check_batch_records(records, "T", 1, 1)
+    properties, total = speedups.check_batch_records(records, "T", 1, 1)
     assert properties == [r.stored_properties for r in records] == [
         b"a\x010\x02C\x01d", b"a\x011\x02C\x01d", b"a\x012\x02C\x01d"]
     assert [(r.magic_code, r.store_size) for r in records] == [
         (_V1, 91 + 1 + len(r.body) + len(r.stored_properties)) for r in records]
-    assert speedups.check_batch_records((), "T", 1, 1) == []
-    assert speedups.check_batch_records(iter(records), "T", 1, 1) == properties
+    assert total == sum(r.store_size for r in records)
+    assert speedups.check_batch_records((), "T", 1, 1) == ([], 0)
+    assert speedups.check_batch_records(iter(records), "T", 1, 1) == (properties, total)
     assert speedups.check_batch_records(records, "T", 2, 1) is None
     assert speedups.check_batch_records(records, "U", 1, 1) is None
     assert speedups.check_batch_records(records + [_plain(records[0])], "T", 1, 1) is None
