@@ -27,6 +27,7 @@ MAX_TOPIC_LENGTH = 127
 #: Bytes Java's encoder reserves beyond ``maxMessageSize`` for the rest of a record.
 _ENCODER_HEADROOM = 64 * 1024
 _CONSUMABLE = (msg.TRANSACTION_NOT_TYPE, msg.TRANSACTION_COMMIT_TYPE)
+_BLANK = msg.END_FILE_MIN_BLANK_LENGTH
 
 
 def consumable(sys_flag):
@@ -242,12 +243,15 @@ class CommitLog:
         queue's counter as it is, as Java's ``doAppend``."""
         first = records[0]
         key = (first.topic, first.queue_id)
-        mapped = self._file_for(total)
-        if mapped is None:
-            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        files = self.queue.files
+        mapped = files[-1] if files else None
+        if mapped is None or mapped.wrote_position + total + _BLANK > self.file_size:
+            mapped = self._file_for(total)  # the usual record fits the last segment
+            if mapped is None:
+                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         position = mapped.wrote_position
         begin_offset = mapped.file_from_offset + position
-        is_consumable = consumable(first.sys_flag)
+        is_consumable = first.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE in _CONSUMABLE
         begin_queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
         ids, dispatch_fields = msg.write_stored_batch(
             mapped.mm, position, total, records, properties, store_timestamp, begin_offset,
