@@ -72,7 +72,7 @@ STAGES = [
     ("store put_messages, all", "store/defaultstore.py", "put_messages"),
     ("  message checks (check_message)", "store/commitlog.py", "check_message"),
     ("  batch checks (check_batch)", "store/commitlog.py", "check_batch"),
-    ("  commit-log append (encode_stored_batch, copy)", "store/commitlog.py", "append"),
+    ("  commit-log append (write_stored_batch)", "store/commitlog.py", "append"),
     ("  dispatch requests (requests_of_fields, C)", "store/dispatch.py", "requests_of_fields"),
     ("  consume-queue runs (consume_queue_runs, C)", *native("consume_queue_runs")),
     ("  consume-queue unit", "store/consumequeue.py", "put_position"),

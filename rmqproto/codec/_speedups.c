@@ -1374,10 +1374,10 @@ record_overhead(int64_t sys_flag, Py_ssize_t topic_length)
 }
 
 PyDoc_STRVAR(check_batch_records_doc,
-"check_batch_records(records, topic, queue_id, topic_length) -> list or None\n\n"
+"check_batch_records(records, topic, queue_id, topic_length) -> (list, int) or None\n\n"
 "The loop of rmqproto.store.commitlog.check_batch for records that pass it: the stored\n"
 "properties bytes of each record, which gets the version-1 magic code and its store\n"
-"size.  None when a record is of another topic or queue, is a transaction's, or has no\n"
+"size, and the records' total size.  None when a record is of another topic or queue, is a transaction's, or has no\n"
 "stored properties bytes or more than 32767 of them (the caller checks the records in\n"
 "Python to say why).");
 
@@ -1394,6 +1394,7 @@ check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (records == NULL)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(records);
+    int64_t total = 0;
     PyObject *properties = PyList_New(n);
     if (properties == NULL)
         goto failed;
@@ -1435,9 +1436,10 @@ check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(store_size);
         if (set)
             goto failed;
+        total += size;  /* each below 2**32: no overflow for any list that fits memory */
     }
     Py_DECREF(records);
-    return properties;
+    return Py_BuildValue("(NL)", properties, (long long)total);
 refused:
     Py_DECREF(records);
     Py_DECREF(properties);
@@ -1449,10 +1451,10 @@ failed:
 }
 
 PyDoc_STRVAR(check_message_record_doc,
-"check_message_record(record, topic_length, max_message_size) -> bytes or None\n\n"
+"check_message_record(record, topic_length, max_message_size) -> (bytes, int) or None\n\n"
 "rmqproto.store.commitlog.check_message after the topic check, for a record that passes\n"
-"it: its properties_utf8 bytes; the record gets the version-1 magic code and its store\n"
-"size.  None when its properties are not a dict of str, its body is not bytes, its sys\n"
+"it: its properties_utf8 bytes and its store size, which the record gets, with the\n"
+"version-1 magic code.  None when its properties are not a dict of str, its body is not bytes, its sys\n"
 "flag not an int64, topic_length not within 0..127 or when a size check fails (the\n"
 "caller checks the record in Python to say why).");
 
@@ -1492,10 +1494,15 @@ check_message_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int set = store_size == NULL
         || PyObject_SetAttr(record, FIELD[F_MAGIC_CODE], MAGIC_CODE_V1) < 0
         || PyObject_SetAttr(record, FIELD[F_STORE_SIZE], store_size) < 0;
-    Py_XDECREF(store_size);
-    if (set)
-        Py_CLEAR(stored);
-    return stored;
+    PyObject *checked = set ? NULL : PyTuple_New(2);
+    if (checked == NULL) {
+        Py_XDECREF(store_size);
+        Py_DECREF(stored);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(checked, 0, stored);
+    PyTuple_SET_ITEM(checked, 1, store_size);
+    return checked;
 refused:
     Py_DECREF(stored);
     Py_RETURN_NONE;
@@ -1707,37 +1714,49 @@ stored_dispatch_fields(PyObject *record, const SharedFields *shared, PyObject *s
     return fields;
 }
 
-PyDoc_STRVAR(encode_stored_batch_doc,
-"encode_stored_batch(records, properties, store_timestamp, commit_log_offset, queue_offset)\n"
-"    -> (bytes, ids, dispatch fields) or None\n\n"
-"rmqproto.codec.message.python_encode_stored_batch for a batch whose records all share\n"
+PyDoc_STRVAR(write_stored_batch_doc,
+"write_stored_batch(buffer, position, total, records, properties, store_timestamp,\n"
+"                   commit_log_offset, queue_offset) -> (ids, dispatch fields) or None\n\n"
+"rmqproto.codec.message.python_write_stored_batch for a batch whose records all share\n"
 "the first one's topic (at most 127 UTF-8 bytes), queue, sys flag, born and store hosts\n"
 "(IPv4), born timestamp, reconsume times, prepared offset and version-1 magic code, with\n"
-"bytes bodies and properties, as many properties as records and every field in range.\n"
-"None for any other batch, with no record changed (the caller encodes it in Python).");
+"bytes bodies and properties, as many properties as records, every field in range and\n"
+"total bytes in all: they are encoded straight into the writable buffer at position.\n"
+"ValueError when total bytes from position do not fit the buffer; None for any other\n"
+"batch (the caller writes it in Python); either way with nothing written or changed.");
 
 static PyObject *
-encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (arguments_ok(nargs == 5, "encode_stored_batch takes records, properties, "
-                     "store_timestamp, commit_log_offset and queue_offset") < 0)
+    if (arguments_ok(nargs == 8 && PyLong_Check(args[1]) && PyLong_Check(args[2]),
+                     "write_stored_batch takes buffer, position and total (ints), records, "
+                     "properties, store_timestamp, commit_log_offset and queue_offset") < 0)
         return NULL;
-    int ok = 1;
-    int64_t store_timestamp = as_long(args[2], &ok);
-    int64_t begin_offset = as_long(args[3], &ok);
-    int64_t begin_queue_offset = as_long(args[4], &ok);
-    PyObject *records = PySequence_Fast(args[0], "records must be iterable");
-    if (records == NULL)
+    int fits = 1, ok = 1;
+    int64_t position = as_long(args[1], &fits), expected = as_long(args[2], &fits);
+    int64_t store_timestamp = as_long(args[5], &ok);
+    int64_t begin_offset = as_long(args[6], &ok);
+    int64_t begin_queue_offset = as_long(args[7], &ok);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
         return NULL;
-    PyObject *properties = PySequence_Fast(args[1], "properties must be iterable");
+    if (!fits || position < 0 || expected < 0 || expected > view.len - position) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "the records do not fit the buffer");
+        return NULL;
+    }
+    PyObject *records = PySequence_Fast(args[3], "records must be iterable");
+    PyObject *properties = records == NULL ? NULL
+        : PySequence_Fast(args[4], "properties must be iterable");
     if (properties == NULL) {
-        Py_DECREF(records);
+        Py_XDECREF(records);
+        PyBuffer_Release(&view);
         return NULL;
     }
     SharedFields shared = {{NULL}};
-    PyObject *result = NULL, *data = NULL, *ids = NULL, *dispatch = NULL;
+    PyObject *result = NULL, *ids = NULL, *dispatch = NULL;
     PyObject *offset_object = NULL, *queue_offset_object = NULL;
-    int64_t *flags = NULL;
+    int64_t *flags = NULL, *crcs = NULL;
     PyObject **bodies = NULL;
     int shares = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(records);
@@ -1747,10 +1766,12 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     shares = read_shared(PySequence_Fast_GET_ITEM(records, 0), &shared);
     if (shares <= 0)
         goto not_shared;
-    /* first pass: every record is checked and measured before anything is changed */
+    /* first pass: every record is checked, measured and its CRC computed before anything
+     * is changed */
     flags = PyMem_Malloc(n * sizeof(int64_t));
+    crcs = PyMem_Malloc(n * sizeof(int64_t));
     bodies = PyMem_Calloc(n, sizeof(PyObject *));
-    if (flags == NULL || bodies == NULL) {
+    if (flags == NULL || crcs == NULL || bodies == NULL) {
         PyErr_NoMemory();
         goto decided;
     }
@@ -1775,35 +1796,32 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (size > INT32_MAX || total > INT64_MAX - begin_offset - size)
             goto other;
         total += size;
+        if ((crcs[i] = masked_crc32(bodies[i])) < 0)
+            goto decided;
     }
-    /* second pass: encode, and fill in what the encoding gives each record */
-    if ((data = PyBytes_FromStringAndSize(NULL, total)) == NULL || (ids = PyList_New(n)) == NULL
-            || (dispatch = PyList_New(n)) == NULL)
+    if (total != expected)
+        goto other;
+    /* second pass: fill in what the encoding gives each record */
+    if ((ids = PyList_New(n)) == NULL || (dispatch = PyList_New(n)) == NULL)
         goto decided;
-    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(data);
     int64_t offset = begin_offset;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *record = PySequence_Fast_GET_ITEM(records, i);
-        PyObject *props = PySequence_Fast_GET_ITEM(properties, i);
-        int64_t crc = masked_crc32(bodies[i]);
-        if (crc < 0)
-            goto decided;
-        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i]) + PyBytes_GET_SIZE(props);
-        write_record(p, &shared, size, crc, flags[i], begin_queue_offset + i, offset,
-                     store_timestamp, bodies[i], props);
+        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i])
+            + PyBytes_GET_SIZE(PySequence_Fast_GET_ITEM(properties, i));
         PyObject *id = message_id(&shared, offset);
         if (id == NULL)
             goto decided;
         PyList_SET_ITEM(ids, i, id);
         /* the first record's offsets are the arguments, as Python stores them */
-        offset_object = i == 0 ? Py_NewRef(args[3]) : PyLong_FromLongLong(offset);
-        queue_offset_object = i == 0 ? Py_NewRef(args[4])
+        offset_object = i == 0 ? Py_NewRef(args[6]) : PyLong_FromLongLong(offset);
+        queue_offset_object = i == 0 ? Py_NewRef(args[7])
             : PyLong_FromLongLong(begin_queue_offset + i);
         if (offset_object == NULL || queue_offset_object == NULL
-                || set_stored_fields(record, args[2], crc, offset_object,
+                || set_stored_fields(record, args[5], crcs[i], offset_object,
                                      queue_offset_object) < 0)
             goto decided;
-        PyObject *fields = stored_dispatch_fields(record, &shared, args[2], offset_object,
+        PyObject *fields = stored_dispatch_fields(record, &shared, args[5], offset_object,
                                                   queue_offset_object, size);
         if (fields == NULL)
             goto decided;
@@ -1811,9 +1829,19 @@ encode_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_CLEAR(offset_object);
         Py_CLEAR(queue_offset_object);
         offset += size;
+    }
+    /* last: the bytes, which cannot fail half-way */
+    unsigned char *p = (unsigned char *)view.buf + position;
+    offset = begin_offset;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *props = PySequence_Fast_GET_ITEM(properties, i);
+        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i]) + PyBytes_GET_SIZE(props);
+        write_record(p, &shared, size, crcs[i], flags[i], begin_queue_offset + i, offset,
+                     store_timestamp, bodies[i], props);
+        offset += size;
         p += size;
     }
-    result = PyTuple_Pack(3, data, ids, dispatch);
+    result = PyTuple_Pack(2, ids, dispatch);
     goto decided;
 not_shared:
     if (shares < 0)
@@ -1826,8 +1854,8 @@ decided:
             Py_XDECREF(bodies[i]);
     }
     PyMem_Free(bodies);
+    PyMem_Free(crcs);
     PyMem_Free(flags);
-    Py_XDECREF(data);
     Py_XDECREF(ids);
     Py_XDECREF(dispatch);
     Py_XDECREF(offset_object);
@@ -1835,6 +1863,7 @@ decided:
     clear_shared(&shared);
     Py_DECREF(records);
     Py_DECREF(properties);
+    PyBuffer_Release(&view);
     return result;
 }
 
@@ -2314,8 +2343,8 @@ static PyMethodDef methods[] = {
      check_batch_records_doc},
     {"check_message_record", (PyCFunction)(void (*)(void))check_message_record, METH_FASTCALL,
      check_message_record_doc},
-    {"encode_stored_batch", (PyCFunction)(void (*)(void))encode_stored_batch, METH_FASTCALL,
-     encode_stored_batch_doc},
+    {"write_stored_batch", (PyCFunction)(void (*)(void))write_stored_batch, METH_FASTCALL,
+     write_stored_batch_doc},
     {"decode_header", (PyCFunction)(void (*)(void))decode_header, METH_FASTCALL,
      decode_header_doc},
     {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,

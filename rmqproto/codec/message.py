@@ -1005,18 +1005,34 @@ def encode_stored_batch(records, properties, store_timestamp, commit_log_offset,
     return b"".join(parts), ids, dispatch
 
 
-#: The Python :func:`encode_stored_batch`, the reference of its C version.
-python_encode_stored_batch = encode_stored_batch
-if speedups is not None:
-    def encode_stored_batch(records, properties, store_timestamp, commit_log_offset,  # noqa: F811
-                            queue_offset):
-        """:func:`python_encode_stored_batch`, in C for the usual batch (see
-        ``speedups.encode_stored_batch``)."""
-        if not isinstance(properties, (list, tuple)):
-            properties = list(properties)  # both encoders may read them
-        encoded = speedups.encode_stored_batch(records, properties, store_timestamp,
-                                               commit_log_offset, queue_offset)
-        if encoded is None:
-            return python_encode_stored_batch(records, properties, store_timestamp,
+def write_stored_batch(buffer, position, total, records, properties, store_timestamp,
+                       commit_log_offset, queue_offset):
+    """:func:`encode_stored_batch` of records of ``total`` bytes written into the writable
+    ``buffer`` (a segment's mapping) at ``position``; returns the message ids and the
+    dispatch fields. ValueError when ``total`` bytes from ``position`` do not fit the
+    buffer and CodecError when the records are not ``total`` bytes, with nothing written."""
+    if position < 0 or total < 0 or position + total > len(buffer):
+        raise ValueError("the records do not fit the buffer")
+    data, ids, dispatch = encode_stored_batch(records, properties, store_timestamp,
                                               commit_log_offset, queue_offset)
-        return encoded
+    if len(data) != total:
+        raise CodecError("records of %d bytes were checked as %d" % (len(data), total))
+    buffer[position:position + total] = data
+    return ids, dispatch
+
+
+#: The Python :func:`write_stored_batch`, the reference of its C version.
+python_write_stored_batch = write_stored_batch
+if speedups is not None:
+    def write_stored_batch(buffer, position, total, records, properties,  # noqa: F811
+                           store_timestamp, commit_log_offset, queue_offset):
+        """:func:`python_write_stored_batch`, in C for the usual batch (see
+        ``speedups.write_stored_batch``)."""
+        if not isinstance(properties, (list, tuple)):
+            properties = list(properties)  # both writers may read them
+        written = speedups.write_stored_batch(buffer, position, total, records, properties,
+                                              store_timestamp, commit_log_offset, queue_offset)
+        if written is None:
+            return python_write_stored_batch(buffer, position, total, records, properties,
+                                             store_timestamp, commit_log_offset, queue_offset)
+        return written

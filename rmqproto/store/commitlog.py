@@ -27,6 +27,7 @@ MAX_TOPIC_LENGTH = 127
 #: Bytes Java's encoder reserves beyond ``maxMessageSize`` for the rest of a record.
 _ENCODER_HEADROOM = 64 * 1024
 _CONSUMABLE = (msg.TRANSACTION_NOT_TYPE, msg.TRANSACTION_COMMIT_TYPE)
+_BLANK = msg.END_FILE_MIN_BLANK_LENGTH
 
 
 def consumable(sys_flag):
@@ -74,8 +75,8 @@ def _check_sizes(record, props, overhead, max_message_size):
 
 def check_message(record, max_message_size):
     """The put status a single message gets before it is written (``checkMessage`` and the
-    encoder's checks), and the UTF-8 properties string the append writes (None unless the
-    status is PUT_OK): topic over 127 characters (or bytes: the 4.x record has a one-byte
+    encoder's checks), the UTF-8 properties string the append writes and the record's size
+    (both None unless the status is PUT_OK): topic over 127 characters (or bytes: the 4.x record has a one-byte
     length) or a properties string over 32767 characters is MESSAGE_ILLEGAL, properties
     over 32767 bytes PROPERTIES_SIZE_EXCEEDED, a body over ``maxMessageSize``
     MESSAGE_ILLEGAL. Beyond Java, whose dispatch would then fail or nest directories: a
@@ -83,22 +84,24 @@ def check_message(record, max_message_size):
     say from a consumer group's retry topic) is MESSAGE_ILLEGAL. A message that passes
     gets the 4.x magic code and its ``store_size``."""
     if topic_illegal(record.topic):
-        return PutMessageStatus.MESSAGE_ILLEGAL, None
+        return PutMessageStatus.MESSAGE_ILLEGAL, None, None
     topic_length = len(_topic_bytes(record.topic))
     if speedups is not None:
-        props = speedups.check_message_record(record, topic_length, max_message_size)
-        if props is not None:  # it passed; otherwise the lines below say why
-            return PUT_OK, props
+        checked = speedups.check_message_record(record, topic_length, max_message_size)
+        if checked is not None:  # it passed; otherwise the lines below say why
+            return PUT_OK, *checked
     props = msg.properties_utf8(record.properties)
     overhead = msg.record_length(record.sys_flag, 0, topic_length, 0)
     status = _check_sizes(record, props, overhead, max_message_size)
-    return status, props if status is PUT_OK else None
+    if status is not PUT_OK:
+        return status, None, None
+    return status, props, record.store_size
 
 
 def check_batch(records, max_message_size):
     """The put status of a batch before it is written (``checkMessages``,
     ``asyncPutMessages`` and its batch encoder, reference §3.6), and with it the list of the
-    properties strings the append writes (None unless PUT_OK).
+    properties strings the append writes and the records' total size (None unless PUT_OK).
 
     As Java: a topic over 127 characters, a batch body over ``maxMessageSize`` (a
     :class:`~rmqproto.codec.message.BatchRecords`' ``body_length``, else the client
@@ -113,17 +116,17 @@ def check_batch(records, max_message_size):
     A :class:`~rmqproto.codec.message.BatchRecord`'s string is the one it was decoded
     with; each record that passes gets the 4.x magic code and its ``store_size``."""
     if not records:
-        return PutMessageStatus.MESSAGE_ILLEGAL, None
+        return PutMessageStatus.MESSAGE_ILLEGAL, None, None
     first = records[0]
     topic, queue_id = first.topic, first.queue_id
     body_length = getattr(records, "body_length", None)
     if (topic_illegal(topic) or (body_length is not None and body_length > max_message_size)
             or first.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE):
-        return PutMessageStatus.MESSAGE_ILLEGAL, None
+        return PutMessageStatus.MESSAGE_ILLEGAL, None, None
     batch_properties = getattr(records, "properties", None)
     if batch_properties is not None:
         if batch_delay_level(batch_properties) > 0:
-            return PutMessageStatus.MESSAGE_ILLEGAL, None
+            return PutMessageStatus.MESSAGE_ILLEGAL, None, None
         batch_length = len(msg.properties_to_string(batch_properties).encode(
             "utf-8", "surrogateescape"))
         if batch_length > msg.MAX_PROPERTIES_LENGTH:
@@ -131,34 +134,35 @@ def check_batch(records, max_message_size):
                              % (batch_length, msg.MAX_PROPERTIES_LENGTH))
     topic_length = len(_topic_bytes(topic))
     if speedups is not None:
-        properties = speedups.check_batch_records(records, topic, queue_id, topic_length)
-        if properties is not None:  # all passed; otherwise the loop below says why
-            return PUT_OK, properties
+        checked = speedups.check_batch_records(records, topic, queue_id, topic_length)
+        if checked is not None:  # all passed; otherwise the loop below says why
+            return PUT_OK, *checked
     overheads = {}  # sys flag -> record length without body and properties
-    client_length = 0
+    client_length = total = 0
     properties = []
     for record in records:
         sys_flag = record.sys_flag
         if (record.topic != topic or record.queue_id != queue_id
                 or sys_flag & msg.TRANSACTION_ROLLBACK_TYPE):
-            return PutMessageStatus.MESSAGE_ILLEGAL, None
+            return PutMessageStatus.MESSAGE_ILLEGAL, None, None
         props = getattr(record, "stored_properties", None)
         if props is None:
             props = msg.properties_utf8(record.properties)
             if props is None:
-                return PutMessageStatus.MESSAGE_ILLEGAL, None
+                return PutMessageStatus.MESSAGE_ILLEGAL, None, None
             client_length += 22 + len(record.body) + len(props)
         if len(props) > msg.MAX_PROPERTIES_LENGTH:
-            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
+            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None, None
         overhead = overheads.get(sys_flag)
         if overhead is None:
             overhead = overheads[sys_flag] = msg.record_length(sys_flag, 0, topic_length, 0)
         record.magic_code = msg.MESSAGE_MAGIC_CODE
-        record.store_size = overhead + len(record.body) + len(props)
+        record.store_size = size = overhead + len(record.body) + len(props)
+        total += size
         properties.append(props)
     if body_length is None and client_length > max_message_size:
-        return PutMessageStatus.MESSAGE_ILLEGAL, None
-    return PUT_OK, properties
+        return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+    return PUT_OK, properties, total
 
 
 #: ``Integer.parseInt``, as ``getDelayTimeLevel`` reads ``DELAY``.
@@ -228,28 +232,31 @@ class CommitLog:
             mapped = self.queue.last_mapped_file(0)
         return mapped
 
-    def append(self, records, store_timestamp, properties):
+    def append(self, records, store_timestamp, properties, total):
         """Append records of one queue that passed :func:`check_message` or
-        :func:`check_batch` (``properties``: the strings it encoded) contiguously (one
-        segment, consecutive queue offsets), encoded in one pass
-        (:func:`~rmqproto.codec.message.encode_stored_batch`) and copied into the segment at
-        once; each record gets its offsets, store timestamp and body CRC. A record that is
-        not consumable (a prepared or rolled-back transaction, only ever alone) gets queue
-        offset 0 and leaves the queue's counter as it is, as Java's ``doAppend``."""
+        :func:`check_batch` (``properties`` and ``total``: the strings it encoded and the
+        size it measured) contiguously (one segment, consecutive queue offsets), encoded in
+        one pass straight into the segment's mapping
+        (:func:`~rmqproto.codec.message.write_stored_batch`); each record gets its offsets,
+        store timestamp and body CRC. A record that is not consumable (a prepared or
+        rolled-back transaction, only ever alone) gets queue offset 0 and leaves the
+        queue's counter as it is, as Java's ``doAppend``."""
         first = records[0]
         key = (first.topic, first.queue_id)
-        total = first.store_size if len(records) == 1 else sum([r.store_size for r in records])
-        mapped = self._file_for(total)
-        if mapped is None:
-            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        begin_offset = mapped.file_from_offset + mapped.wrote_position
-        is_consumable = consumable(first.sys_flag)
+        files = self.queue.files
+        mapped = files[-1] if files else None
+        if mapped is None or mapped.wrote_position + total + _BLANK > self.file_size:
+            mapped = self._file_for(total)  # the usual record fits the last segment
+            if mapped is None:
+                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        position = mapped.wrote_position
+        begin_offset = mapped.file_from_offset + position
+        is_consumable = first.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE in _CONSUMABLE
         begin_queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
-        data, ids, dispatch_fields = msg.encode_stored_batch(
-            records, properties, store_timestamp, begin_offset, begin_queue_offset)
-        if len(data) != total:
-            raise CodecError("records of %d bytes were checked as %d" % (len(data), total))
-        mapped.append(data)
+        ids, dispatch_fields = msg.write_stored_batch(
+            mapped.mm, position, total, records, properties, store_timestamp, begin_offset,
+            begin_queue_offset)
+        mapped.wrote_position = position + total
         mapped.store_timestamp = store_timestamp
         if is_consumable:
             self.topic_queue_table[key] = begin_queue_offset + len(records)

@@ -49,6 +49,7 @@ _UNIT = CQ_STORE_UNIT_SIZE
 _TRANSFER_STATUS = {NO_MATCH: GetMessageStatus.NO_MATCHED_MESSAGE,
                     REMOVING: GetMessageStatus.MESSAGE_WAS_REMOVING,
                     FOUND: GetMessageStatus.FOUND}
+_HOST_FLAGS = msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG
 #: Replicated commit-log bytes a slave dispatches in one reactor turn (about 8 ms of CPU).
 REPUT_SLICE_BYTES = 1 << 20
 
@@ -448,8 +449,8 @@ class DefaultMessageStore:
 
     @staticmethod
     def _fix_host_flags(record):
-        record.sys_flag = (record.sys_flag & ~(msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG)
-                           ) | msg.host_flags(record.born_host, record.store_host)
+        record.sys_flag = (record.sys_flag & ~_HOST_FLAGS) | msg.host_flags(record.born_host,
+                                                                             record.store_host)
 
     @classmethod
     def _fix_batch_host_flags(cls, records):
@@ -459,7 +460,7 @@ class DefaultMessageStore:
             return
         born, store = records[0].born_host, records[0].store_host
         flags = msg.host_flags(born, store)
-        keep = ~(msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG)
+        keep = ~_HOST_FLAGS
         for record in records:
             if record.born_host == born and record.store_host == store:
                 record.sys_flag = (record.sys_flag & keep) | flags
@@ -470,15 +471,18 @@ class DefaultMessageStore:
         status = self._store_status()
         if status is PUT_OK:
             topic = record.topic
-            to_schedule_topic(record, self.max_delay_level)
-            self._fix_host_flags(record)
-            status, properties = check_message(record, self.config["maxMessageSize"])
+            if msg.PROPERTY_DELAY_TIME_LEVEL in record.properties:  # the usual message has none
+                to_schedule_topic(record, self.max_delay_level)
+            born, store = record.born_host, record.store_host
+            if ":" in born[0] or ":" in store[0] or record.sys_flag & _HOST_FLAGS:
+                self._fix_host_flags(record)  # the usual flags (IPv4 hosts, none) are right
+            status, properties, total = check_message(record, self.config["maxMessageSize"])
             if record.topic != topic and topic_illegal(topic):
                 # moved by a delay level: the topic asked for is checked too (Java's checkMessage)
                 status = PutMessageStatus.MESSAGE_ILLEGAL
         if status is not PUT_OK:
             return self._refused(status)
-        return self._append([record], [properties], wait_store_msg_ok)
+        return self._append([record], [properties], total, wait_store_msg_ok)
 
     def put_messages(self, records, wait_store_msg_ok=True):
         """See :class:`IMessageStore`; a failed Deferred (CodecError) where Java's batch encoder
@@ -489,19 +493,20 @@ class DefaultMessageStore:
         if status is PUT_OK:
             self._fix_batch_host_flags(records)
             try:
-                status, properties = check_batch(records, self.config["maxMessageSize"])
+                status, properties, total = check_batch(records, self.config["maxMessageSize"])
             except CodecError:
                 return defer.fail()
         if status is not PUT_OK:
             return self._refused(status)
-        return self._append(records, properties, wait_store_msg_ok)
+        return self._append(records, properties, total, wait_store_msg_ok)
 
-    def _append(self, records, properties, wait):
-        """Append ``records`` that passed the checks (``properties``: the strings they
-        measured) to the commit log, dispatch what it wrote and start the waits."""
+    def _append(self, records, properties, total, wait):
+        """Append ``records`` that passed the checks (``properties`` and ``total``: the
+        strings and the size they measured) to the commit log, dispatch what it wrote and
+        start the waits."""
         before = self.commit_log.queue.max_offset
         at_head = self.reput.reput_from_offset == before
-        result = self.commit_log.append(records, self.now(), properties)
+        result = self.commit_log.append(records, self.now(), properties, total)
         if result.status is not APPENDED:
             return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
         if at_head:
@@ -514,22 +519,19 @@ class DefaultMessageStore:
                                      result.wrote_offset + result.wrote_bytes)
         else:
             self.reput.do_reput()
-        # the turn's end: the deferred dispatch, and the flusher's wake-up if _after_append
-        # asks for it
-        self._schedule_reput()
+        # the turn's end: the deferred dispatch, and the flusher's wake-up if asked below
+        if self._reput_call is None:
+            self._schedule_reput()
         for listener in self.append_listeners:
             listener()
         self.stats.put(len(records), result.wrote_bytes)
-        return self._after_append(result, wait)
-
-    def _after_append(self, result, wait):
-        """Combine the flush wait and the replica wait (a non-OK replica status wins)."""
+        # the waits: the flush's and the replica's (a non-OK replica status wins)
         next_offset = result.wrote_offset + result.wrote_bytes
         if self.config["flushDiskType"] == "SYNC_FLUSH" and wait:
             flushed = self.flusher.wait_for(next_offset)
         else:
             # Java's put only wakes its flush thread: the turn's puts wake ours once, at its
-            # end (_append scheduled it)
+            # end (scheduled above)
             self._flush_wanted = True
             flushed = None
         replicated = None

@@ -1,7 +1,8 @@
 """The batch C speedups (``rmqproto.codec._speedups``) against their Python twins: the
 records of a ``SEND_BATCH_MESSAGE`` body (``batch_records``, reference §3.6), the store's
 checks of a batch (``check_batch_records``, the loop of ``commitlog.check_batch``, §3.6) and
-the encoding of a batch as the commit log stores it (``encode_stored_batch``, §3.2, §3.6).
+the encoding of a batch as the commit log stores it, straight into a segment's mapping
+(``write_stored_batch``, §3.2, §3.6).
 Every slot of every record is compared (value, type, the order of the properties dict), on
 random and edge-case inputs: where the C function declines (None), the Python twin raises,
 or the wrapper falls back and answers as Python does, no record changed before. Then that
@@ -9,6 +10,7 @@ the C functions neither leak nor keep references, nor crash on arguments of the 
 """
 
 import copy
+import mmap
 import struct
 import subprocess
 import sys
@@ -325,13 +327,14 @@ def _decoded(count=3, topic="T"):
 
 def test_check_batch_records_answers():
     records = _decoded()
-    properties = speedups.check_batch_records(records, "T", 1, 1)
+    properties, total = speedups.check_batch_records(records, "T", 1, 1)
     assert properties == [r.stored_properties for r in records] == [
         b"a\x010\x02C\x01d", b"a\x011\x02C\x01d", b"a\x012\x02C\x01d"]
     assert [(r.magic_code, r.store_size) for r in records] == [
         (_V1, 91 + 1 + len(r.body) + len(r.stored_properties)) for r in records]
-    assert speedups.check_batch_records((), "T", 1, 1) == []
-    assert speedups.check_batch_records(iter(records), "T", 1, 1) == properties
+    assert total == sum(r.store_size for r in records)
+    assert speedups.check_batch_records((), "T", 1, 1) == ([], 0)
+    assert speedups.check_batch_records(iter(records), "T", 1, 1) == (properties, total)
     assert speedups.check_batch_records(records, "T", 2, 1) is None
     assert speedups.check_batch_records(records, "U", 1, 1) is None
     assert speedups.check_batch_records(records + [_plain(records[0])], "T", 1, 1) is None
@@ -355,7 +358,7 @@ def test_check_batch_of_a_queue_id_unequal_to_itself():
     assert _same_check(records, 1 << 22)[0] is commitlog.PutMessageStatus.MESSAGE_ILLEGAL
 
 
-# -------------------------------------------------------- encode_stored_batch (§3.2, §3.6)
+# -------------------------------------------------------- write_stored_batch (§3.2, §3.6)
 
 _BAD = object()
 #: What may be done to one record of a batch before it is encoded (the first record's
@@ -438,40 +441,60 @@ _QUEUE_OFFSETS = st.one_of(_OFFSETS, _OFFSETS, st.integers(_INT64_MAX - 8, _INT6
                            st.sampled_from([-1, -(1 << 63), -(1 << 63) - 1, 1 << 63]))
 
 
-def _same_stored_batch(records, props, *args):
-    """C against Python on copies of the batch: the same bytes and ids and records after;
-    where C declines, no record changed and the wrapper answers (or raises) as Python does.
-    Returns the Python outcome."""
+_AT, _FILL = 7, 0xEE  # where a batch is written in a test buffer, what is around it
+
+
+def _buffer(total):
+    return bytearray([_FILL]) * (_AT + max(total, 0) + 5)
+
+
+def _written(buffer, total):
+    """What a buffer of :func:`_buffer` holds at ``_AT`` (nothing around it changed)."""
+    assert buffer[:_AT] + buffer[_AT + total:] == _buffer(0)
+    return bytes(buffer[_AT:_AT + total])
+
+
+def _same_stored_batch(records, props, *args, total=None):
+    """C against Python on copies of the batch, written at ``_AT`` of a buffer that fits
+    ``total`` bytes (default: what Python encodes): the same bytes, ids, dispatch fields and
+    records after; where C declines, nothing written, no record changed, and the wrapper
+    answers (or raises) as Python does. Returns the Python outcome of encode_stored_batch."""
     c_records, wrapped = copy.deepcopy(records), copy.deepcopy(records)
     before = _all_slots(c_records)
-    python = _outcome(m.python_encode_stored_batch, records, props, *args)
-    ours = speedups.encode_stored_batch(c_records, props, *args)
+    python = _outcome(m.encode_stored_batch, records, props, *args)
+    raised = python[0] == "raised"
+    if total is None:
+        total = 64 if raised else len(python[0])
+    buffer, wrapper_buffer = _buffer(total), _buffer(total)
+    ours = speedups.write_stored_batch(buffer, _AT, total, c_records, props, *args)
     if ours is None:
-        assert _all_slots(c_records) == before
-        wrapper = _outcome(m.encode_stored_batch, wrapped, props, *args)
-        if type(python) is tuple and python[0] == "raised":
-            assert wrapper[:2] == python[:2]
+        assert _all_slots(c_records) == before and buffer == _buffer(total)
+        wrapper = _outcome(m.write_stored_batch, wrapper_buffer, _AT, total, wrapped, props,
+                           *args)
+        if raised or len(python[0]) != total:
+            assert wrapper[:2] == (python[:2] if raised else ("raised", CodecError))
+            assert wrapper_buffer == _buffer(total)
             return python
-        assert wrapper == python
+        assert wrapper == python[1:] and _written(wrapper_buffer, total) == python[0]
         assert _all_slots(wrapped) == _all_slots(records)
         return python
-    assert not (type(python) is tuple and python[0] == "raised"), python
-    assert type(ours) is tuple and ours == python
-    assert type(ours[0]) is bytes and type(ours[1]) is list
+    assert not raised and len(python[0]) == total, python
+    assert type(ours) is tuple and ours == python[1:] and type(ours[0]) is list
+    assert _written(buffer, total) == python[0]
     assert _all_slots(c_records) == _all_slots(records)
     return python
 
 
 @settings(max_examples=400, deadline=None)
 @given(_encoded_batches(), _STORE_TIMESTAMPS, _COMMIT_LOG_OFFSETS, _QUEUE_OFFSETS)
-def test_encode_stored_batch_with_and_without_speedups(batch, store_timestamp, offset,
-                                                       queue_offset):
+def test_write_stored_batch_with_and_without_speedups(batch, store_timestamp, offset,
+                                                      queue_offset):
     _same_stored_batch(*batch, store_timestamp, offset, queue_offset)
 
 
 @settings(max_examples=300, deadline=None)
 @given(_encoded_batches(), INT64, _OFFSETS, _OFFSETS)
-def test_encode_stored_batch_at_offsets_in_range(batch, store_timestamp, offset, queue_offset):
+def test_write_stored_batch_at_offsets_in_range(batch, store_timestamp, offset, queue_offset):
     _same_stored_batch(*batch, store_timestamp, offset, queue_offset)
 
 
@@ -483,19 +506,68 @@ def _usual_batch(count=3, **changes):
     return records, [b"a\x01%d" % i for i in range(count)]
 
 
-def test_encode_stored_batch_of_usual_batches():
+def test_write_stored_batch_of_usual_batches():
     """The C encoding answers for the usual batch (it is not always declining)."""
     for count in (1, 2, 5):
         records, props = _usual_batch(count)
-        assert speedups.encode_stored_batch(copy.deepcopy(records), props, 7, 100, 3) is not None
         data, ids, fields = _same_stored_batch(records, props, 7, 100, 3)
+        assert speedups.write_stored_batch(_buffer(len(data)), _AT, len(data),
+                                           copy.deepcopy(records), props, 7, 100, 3) is not None
         assert len(ids) == count and ids[0] == "05060708000000090000000000000064"
         assert [f[2:4] for f in fields] == [(r.queue_offset, r.commit_log_offset)
                                             for r in records]
         assert fields[0][3] == 100 and sum(f[8] for f in fields) == len(data)
     records, props = _usual_batch(2)
-    assert speedups.encode_stored_batch(records, props, 7, 0, _INT64_MAX - 2) is not None
+    total = sum(r.store_size for r in records)
+    assert speedups.write_stored_batch(bytearray(total), 0, total, records, props, 7, 0,
+                                       _INT64_MAX - 2) is not None
     assert records[-1].queue_offset == _INT64_MAX - 1
+
+
+@pytest.mark.parametrize("change", [{}, {"store_host": ("::1", 5)}])
+@pytest.mark.parametrize("wrong", [-1, 1, 1000])
+def test_write_stored_batch_of_records_of_another_total(change, wrong):
+    """Records not of the total checked: nothing written, CodecError (C leaves it to Python)."""
+    records, props = _usual_batch(3, **change)
+    total = len(m.encode_stored_batch(copy.deepcopy(records), props, 1, 2, 3)[0])
+    assert _same_stored_batch(records, props, 1, 2, 3, total=total + wrong)[0] != "raised"
+
+
+@pytest.mark.parametrize("change", [{}, {"store_host": ("::1", 5)}])
+@pytest.mark.parametrize("position, room", [(_AT, 0), (0, -_AT), (_AT, -1), (0, -_AT - 1),
+                                            (-1, 0), (1 << 70, 0)])
+def test_write_stored_batch_at_the_buffer_end(change, position, room):
+    """At the buffer's end: exactly fitting records are written; one byte too many, a
+    negative position or total, and C and Python refuse with ValueError, nothing written
+    and no record changed."""
+    records, props = _usual_batch(3, **change)
+    total = len(m.encode_stored_batch(copy.deepcopy(records), props, 1, 2, 3)[0])
+    for writer in (m.python_write_stored_batch, speedups.write_stored_batch):
+        batch, buffer = copy.deepcopy(records), bytearray(b"x") * (_AT + total + room)
+        before = _all_slots(batch)
+        outcome = _outcome(writer, buffer, position, total, batch, props, 1, 2, 3)
+        if 0 <= position == _AT + room:  # C declines the IPv6 batch, Python writes it
+            if outcome is not None:
+                assert buffer[position:] == m.encode_stored_batch(records, props, 1, 2, 3)[0]
+            assert (outcome is None) == (writer is speedups.write_stored_batch and bool(change))
+            continue
+        assert outcome[:2] == ("raised", ValueError)
+        assert buffer == b"x" * (_AT + total + room) and _all_slots(batch) == before
+    assert _outcome(m.python_write_stored_batch, bytearray(5), 0, -1, records, props, 1, 2,
+                    3)[:2] == _outcome(speedups.write_stored_batch, bytearray(5), 0, -1,
+                                       records, props, 1, 2, 3)[:2] == ("raised", ValueError)
+
+
+def test_write_stored_batch_into_a_mapping():
+    """Into an mmap, as the commit log writes (the buffer export released after)."""
+    records, props = _usual_batch(3)
+    data = m.encode_stored_batch(copy.deepcopy(records), props, 1, 2, 3)[0]
+    mapping = mmap.mmap(-1, len(data) + 10)
+    try:
+        assert speedups.write_stored_batch(mapping, 10, len(data), records, props, 1, 2, 3)
+        assert mapping[10:] == data
+    finally:
+        mapping.close()
 
 
 @pytest.mark.parametrize("change, args", [
@@ -506,7 +578,7 @@ def test_encode_stored_batch_of_usual_batches():
     ({"topic": "é" * 64}, (0, 0, 0)), ({"topic": "😀" * 32}, (0, 0, 0)),
     ({"born_host": ("::1", 1)}, (0, 0, 0)), ({"store_host": ("1.2.3", 1)}, (0, 0, 0)),
     ({"store_host": ("1.2.3.4", 1 << 31)}, (0, 0, 0)), ({"born_host": "host"}, (0, 0, 0))])
-def test_encode_stored_batch_of_edge_cases(change, args):
+def test_write_stored_batch_of_edge_cases(change, args):
     for changed in (slice(None), slice(0, 1), slice(-1, None)):  # all, the first, the last
         records, props = _usual_batch(3)
         for record in records[changed]:
@@ -517,25 +589,35 @@ def test_encode_stored_batch_of_edge_cases(change, args):
 
 @pytest.mark.parametrize("props", [[], [b"a"], [b"a", b"b", b"c", b"d"], [b"a", "b", b"c"],
                                    [b"a", None, b"c"], [b"a", b"b", _TOO_LONG]])
-def test_encode_stored_batch_of_other_properties(props):
+def test_write_stored_batch_of_other_properties(props):
     _same_stored_batch(_usual_batch(3)[0], props, 1, 2, 3)
 
 
-def test_encode_stored_batch_of_no_records():
-    assert speedups.encode_stored_batch([], [], 0, 0, 0) is None
+def test_write_stored_batch_of_no_records():
+    assert speedups.write_stored_batch(bytearray(9), 0, 0, [], [], 0, 0, 0) is None
     assert _same_stored_batch([], [], 0, 0, 0)[:2] == ("raised", IndexError)
 
 
+_RECORD = m.MessageRecord("T")
+
+
 @pytest.mark.parametrize("args, error", [
-    ((5, [], 0, 0, 0), TypeError), (([], 5, 0, 0, 0), TypeError), (([], [], 0, 0), TypeError),
-    (([object()], [b""], 0, 0, 0), AttributeError), (([None], [b""], 0, 0, 0), AttributeError)])
-def test_encode_stored_batch_of_wrong_arguments(args, error):
-    assert _outcome(speedups.encode_stored_batch, *args)[:2] == ("raised", error)
+    ((bytearray(9), 0, 0, 5, [], 0, 0, 0), TypeError),
+    ((bytearray(9), 0, 0, [], 5, 0, 0, 0), TypeError),
+    ((bytearray(9), 0, 0, [], [], 0, 0), TypeError),
+    ((bytearray(9), "0", 0, [], [], 0, 0, 0), TypeError),
+    ((bytearray(9), 0, 0.0, [], [], 0, 0, 0), TypeError),
+    ((b"123456789", 0, 0, [_RECORD], [b""], 0, 0, 0), BufferError),
+    ((None, 0, 0, [_RECORD], [b""], 0, 0, 0), TypeError),
+    ((bytearray(9), 0, 0, [object()], [b""], 0, 0, 0), AttributeError),
+    ((bytearray(9), 0, 0, [None], [b""], 0, 0, 0), AttributeError)])
+def test_write_stored_batch_of_wrong_arguments(args, error):
+    assert _outcome(speedups.write_stored_batch, *args)[:2] == ("raised", error)
 
 
 @pytest.mark.parametrize("name, host", [
     ("born_host", ("1.2.3.4\x00junk", 5)), ("store_host", ("5.6.7.8\x00", 9))])
-def test_encode_stored_batch_of_an_address_with_a_nul(name, host):
+def test_write_stored_batch_of_an_address_with_a_nul(name, host):
     """Python's inet_pton refuses an address with a NUL (CodecError); C's reads it up to the
     NUL and encodes the record as if the address were what precedes it."""
     records, props = _usual_batch(2)
@@ -547,25 +629,28 @@ def test_encode_stored_batch_of_an_address_with_a_nul(name, host):
 
 @pytest.mark.parametrize("name, value", [
     ("topic", "\ud800"), ("born_host", ("\ud800", 5)), ("store_host", ("1.2.3.\udcff", 5))])
-def test_encode_stored_batch_of_text_not_utf8(name, value):
+def test_write_stored_batch_of_text_not_utf8(name, value):
     """Text with a lone surrogate: Python raises CodecError, as for any field it cannot
     encode; the wrapper must raise it too (C raises UnicodeEncodeError)."""
     records, props = _usual_batch(2)
     for record in records:
         setattr(record, name, value)
-    assert _outcome(m.python_encode_stored_batch, copy.deepcopy(records), props, 1, 2,
-                    3)[:2] == ("raised", CodecError)
-    assert _outcome(m.encode_stored_batch, records, props, 1, 2, 3)[:2] == ("raised",
-                                                                           CodecError)
+    for writer in (m.python_write_stored_batch, m.write_stored_batch):
+        assert _outcome(writer, bytearray(500), 0, 200, copy.deepcopy(records), props, 1, 2,
+                        3)[:2] == ("raised", CodecError)
 
 
 @pytest.mark.parametrize("change", [{}, {"store_host": ("::1", 5)}, {"magic_code": _V2}])
-def test_encode_stored_batch_of_an_iterator_of_properties(change):
+def test_write_stored_batch_of_an_iterator_of_properties(change):
     """Python takes properties from any iterable; the wrapper answers the same for an
     iterator, also when the C function declines the batch after reading the iterator."""
     records, props = _usual_batch(2, **change)
-    python = m.python_encode_stored_batch(copy.deepcopy(records), iter(props), 1, 2, 3)
-    assert m.encode_stored_batch(records, iter(props), 1, 2, 3) == python
+    data = m.encode_stored_batch(copy.deepcopy(records), props, 1, 2, 3)[0]
+    python_buffer, buffer = bytearray(len(data)), bytearray(len(data))
+    python = m.python_write_stored_batch(python_buffer, 0, len(data), copy.deepcopy(records),
+                                         iter(props), 1, 2, 3)
+    assert m.write_stored_batch(buffer, 0, len(data), records, iter(props), 1, 2, 3) == python
+    assert buffer == python_buffer == data
 
 
 # ---------------------------------------------------------------- memory and references
@@ -591,13 +676,18 @@ def _check_call(i):
 
 def _encode_call(i):
     records, props = _usual_batch(3)
-    speedups.encode_stored_batch(records, props, i, i * 1000, i)
-    speedups.encode_stored_batch(records, props[:2], i, 0, 0)
+    buffer = bytearray(1000)
+    total = sum(r.store_size for r in records)
+    speedups.write_stored_batch(buffer, i % 9, total, records, props, i, i * 1000, i)
+    speedups.write_stored_batch(buffer, 0, total, records, props[:2], i, 0, 0)
+    speedups.write_stored_batch(buffer, 0, total + 1, records, props, i, 0, 0)
+    _outcome(speedups.write_stored_batch, buffer, 999, total, records, props, i, 0, 0)
     records[2].store_host = ("::1", i)
-    speedups.encode_stored_batch(records, props, i, 0, 0)
-    _outcome(speedups.encode_stored_batch, records + [None], props + [b""], i, 0, 0)
+    speedups.write_stored_batch(buffer, 0, total, records, props, i, 0, 0)
+    _outcome(speedups.write_stored_batch, buffer, 0, total, records + [None], props + [b""],
+             i, 0, 0)
     records[0].born_host = ("\ud800", i)
-    _outcome(speedups.encode_stored_batch, records, props, i, 0, 0)
+    _outcome(speedups.write_stored_batch, buffer, 0, total, records, props, i, 0, 0)
 
 
 @pytest.mark.parametrize("call", [_batch_records_call, _check_call, _encode_call])
@@ -635,14 +725,19 @@ def test_check_batch_records_keeps_no_reference():
     assert _references(records, topic, queue_id, *records) == counts
 
 
-def test_encode_stored_batch_keeps_no_reference():
+def test_write_stored_batch_keeps_no_reference():
     records, props = _usual_batch(3)
+    buffer = bytearray(1000)
+    total = sum(r.store_size for r in records)
     store_timestamp = 1 << 50  # a fresh int the records keep (once each)
-    speedups.encode_stored_batch(records, props, store_timestamp, 0, 0)
-    counts = _references(records, props, store_timestamp, *records, *props)
+    speedups.write_stored_batch(buffer, 0, total, records, props, store_timestamp, 0, 0)
+    counts = _references(buffer, records, props, store_timestamp, *records, *props)
     for _ in range(200):
-        speedups.encode_stored_batch(records, props, store_timestamp, 0, 0)
-        speedups.encode_stored_batch(records, props[:2], store_timestamp, 0, 0)
-        _outcome(speedups.encode_stored_batch, records + [None], props + [b""],
+        speedups.write_stored_batch(buffer, 0, total, records, props, store_timestamp, 0, 0)
+        speedups.write_stored_batch(buffer, 0, total, records, props[:2], store_timestamp, 0, 0)
+        _outcome(speedups.write_stored_batch, buffer, 0, total, records + [None],
+                 props + [b""], store_timestamp, 0, 0)
+        _outcome(speedups.write_stored_batch, buffer, 999, total, records, props,
                  store_timestamp, 0, 0)
-    assert _references(records, props, store_timestamp, *records, *props) == counts
+    assert _references(buffer, records, props, store_timestamp, *records, *props) == counts
+    buffer.append(0)  # no buffer export is left either

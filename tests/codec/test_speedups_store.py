@@ -300,16 +300,17 @@ def test_check_message_with_and_without_speedups(record, max_message_size):
 def test_check_message_record_answers():
     record = m.MessageRecord("TopicA", b"body", {"a": "é", "b": None, "c": ""}, body_crc=0,
                              magic_code=5)
-    raw = speedups.check_message_record(record, 6, 100)
+    raw, size = speedups.check_message_record(record, 6, 100)
     assert raw == "a\x01é\x02c\x01".encode()
     assert (record.magic_code, record.store_size) == (m.MESSAGE_MAGIC_CODE, 91 + 6 + 4 + 7)
+    assert size == record.store_size
     assert speedups.check_message_record(record, 6, 3) is None  # the body is too long
     assert speedups.check_message_record(record, 128, 100) is None
     assert speedups.check_message_record(record, -1, 100) is None
     assert speedups.check_message_record(record, 1 << 70, 100) is None
     record.sys_flag |= 0x30
-    assert speedups.check_message_record(record, 6, 100) == raw and record.store_size == 132
-    assert speedups.check_message_record(record, 6, 4) == raw
+    assert speedups.check_message_record(record, 6, 100) == (raw, 132) == (raw, record.store_size)
+    assert speedups.check_message_record(record, 6, 4) == (raw, 132)
 
 
 @pytest.mark.parametrize("args, error", [

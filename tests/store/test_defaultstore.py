@@ -235,6 +235,22 @@ def test_batch_records_get_the_host_bits_of_their_own_hosts(stores):
     assert [r.born_host for r in decoded] == [r.born_host for r in batch]
 
 
+def test_a_message_gets_the_host_bits_of_its_own_hosts(stores):
+    """Bits gone stale after the record was made are set again from its hosts, both ways."""
+    store = stores.open()
+    v6, v4 = record(body=b"v6"), record(body=b"v4")
+    v6.store_host = ("::1", 5)
+    v4.sys_flag |= msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG
+    results = []
+    for message in (v6, v4):
+        store.put_message(message).addCallback(results.append)
+    assert [r.status for r in results] == [S.PUT_OK, S.PUT_OK]
+    got = store.get_message("g", "TopicA", 0, 0, 32)
+    decoded = [msg.decode_record(m) for m in got.messages]
+    assert [r.sys_flag & 0x30 for r in decoded] == [msg.STOREHOSTADDRESS_V6_FLAG, 0]
+    assert [r.store_host for r in decoded] == [("::1", 5), STORE_HOST]
+
+
 def test_batch_crossing_a_segment_goes_whole_to_the_next(stores):
     store = stores.open()
     starts = []

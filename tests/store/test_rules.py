@@ -160,12 +160,15 @@ def test_put_checks():
     assert check_message(record(body=bytes(limit)), limit)[0] is S.PUT_OK
     assert check_message(record(P="é" * 20000), limit)[0] is S.PROPERTIES_SIZE_EXCEEDED
     assert check_message(record(P="x" * 40000), limit)[0] is S.MESSAGE_ILLEGAL
-    # the properties string the append then writes, encoded once
-    checked = record(P="é")
-    assert check_message(checked, limit)[1] == msg.properties_to_string(
-        checked.properties).encode("utf-8")
-    assert check_batch([checked, record()], limit)[1] == [
-        msg.properties_to_string(r.properties).encode("utf-8") for r in (checked, record())]
+    # the properties string the append then writes, encoded once, and the size it takes
+    checked, other = record(P="é"), record()
+    _, props, size = check_message(checked, limit)
+    assert props == msg.properties_to_string(checked.properties).encode("utf-8")
+    assert size == checked.store_size == len(msg.encode_record(checked, props))
+    _, props, total = check_batch([checked, other], limit)
+    assert props == [msg.properties_to_string(r.properties).encode("utf-8")
+                     for r in (checked, other)]
+    assert total == checked.store_size + other.store_size
 
 
 @pytest.mark.parametrize("topic", [".", "..", "%RETRY%a/b", "/", "a\0b", "%DLQ%\0"])
@@ -173,8 +176,8 @@ def test_a_topic_that_cannot_name_a_directory_is_illegal(topic):
     """Its consume queue would nest a directory or have no name (Java's dispatch then fails
     or its next start cannot load the queue): refused before anything is written."""
     limit = CONFIG["maxMessageSize"]
-    assert check_message(record(topic=topic), limit) == (S.MESSAGE_ILLEGAL, None)
-    assert check_batch([record(topic=topic)], limit) == (S.MESSAGE_ILLEGAL, None)
+    assert check_message(record(topic=topic), limit) == (S.MESSAGE_ILLEGAL, None, None)
+    assert check_batch([record(topic=topic)], limit) == (S.MESSAGE_ILLEGAL, None, None)
     assert check_message(record(topic=topic.replace("/", "|").replace("\0", "%") + "x"),
                          limit)[0] is S.PUT_OK
 
@@ -204,13 +207,14 @@ def test_batch_checks_take_a_batch_records_stored_properties():
     limit = CONFIG["maxMessageSize"]
     records = _decoded([msg.Message(b"a", {"UNIQ_KEY": "U1", "WAIT": "true"}),
                         msg.Message(b"b", {"TAGS": "T"}, 3)])
-    status, properties = check_batch(records, limit)
+    status, properties, total = check_batch(records, limit)
     assert status is S.PUT_OK
     assert properties == [r.stored_properties for r in records] == [
         b"UNIQ_KEY\x01U1\x02WAIT\x01true\x02CLUSTER\x01C\x02WAIT\x01true",
         b"TAGS\x01T\x02CLUSTER\x01C\x02WAIT\x01true"]
     assert [r.store_size for r in records] == [
         len(msg.encode_record(r, p)) for r, p in zip(records, properties)]
+    assert total == sum(r.store_size for r in records)
     records[1].stored_properties = ("P\x01" + "é" * 16400).encode()  # trusted as it is
     assert check_batch(records, limit)[0] is S.PROPERTIES_SIZE_EXCEEDED
 
