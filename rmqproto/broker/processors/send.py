@@ -196,8 +196,10 @@ class SendMessageProcessor:
         ``transactionId`` stays null). A JSON request's answer is the whole frame, from a
         :class:`~rmqproto.codec.frame.JsonResponseTemplate` (message ids are hex)."""
         if request.serialize_type == SERIALIZE_JSON:
-            return self._frame_template().frame(code, request.opaque, msg_id, queue_id,
-                                                queue_offset)
+            frames = self._frame_templates.get((self.config["regionId"], self.config["traceOn"]))
+            if frames is None:
+                frames = self._frame_template()
+            return frames.frame(code, request.opaque, msg_id, queue_id, queue_offset)
         ext = self._ext_template(request.serialize_type).copy()  # values below keep their places
         ext["msgId"] = msg_id
         ext["queueId"] = str(queue_id)  # Integer / Long toString
@@ -288,8 +290,9 @@ class SendMessageProcessor:
         topic_config = manager.select_topic_config(topic)
         if topic_config is None:
             topic_config = self._create_topic(header, context)
-        valid = max(topic_config.write_queue_nums, topic_config.read_queue_nums)
-        if header.queue_id >= valid:
+        # queueId >= max(writeQueueNums, readQueueNums), without the call
+        if (header.queue_id >= topic_config.write_queue_nums
+                and header.queue_id >= topic_config.read_queue_nums):
             remark = "request queueId[%d] is illegal, %s Producer: %s" % (
                 header.queue_id, topic_config_string(topic_config), context.peer)
             log.warn(remark)
