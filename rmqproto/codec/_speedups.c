@@ -10,6 +10,11 @@
 #include <stdint.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <structmember.h>
+
+/* PyObject_SetAttr, straight into a __slots__ slot (defined with the send processor's
+ * functions, below). */
+static int set_attribute(PyObject *object, PyObject *name, PyObject *value);
 
 #define PROPERTY_SEPARATOR 2
 #define NAME_VALUE_SEPARATOR 1
@@ -984,7 +989,7 @@ static int
 set_fields(PyObject *record, const int *fields, int count, PyObject *const *values)
 {
     for (int i = 0; i < count; i++) {
-        if (PyObject_SetAttr(record, FIELD[fields[i]], values[fields[i]]) < 0)
+        if (set_attribute(record, FIELD[fields[i]], values[fields[i]]) < 0)
             return -1;
     }
     return 0;
@@ -1756,7 +1761,7 @@ decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 goto python_decides;
             }
         }
-        int set = PyObject_SetAttr(header, PyTuple_GET_ITEM(field, 1), value);
+        int set = set_attribute(header, PyTuple_GET_ITEM(field, 1), value);
         Py_DECREF(value);
         if (set < 0)
             goto failed;
@@ -1765,7 +1770,7 @@ decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *pair = sized_item(not_decoded, i, 2, "decode_header: a malformed initial value");
         if (pair == NULL)
             goto failed;
-        if (PyObject_SetAttr(header, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0)
+        if (set_attribute(header, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0)
             goto failed;
     }
     return header;
@@ -1905,7 +1910,7 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         values[0], values[1], values[2], values[3] ? values[3] : Py_None, body,
         values[4] ? values[4] : Py_None, values[5], values[6], ZERO};
     for (int i = 0; i < COMMAND_ATTR_COUNT; i++) {
-        if (PyObject_SetAttr(command, COMMAND_ATTR[i], attrs[i]) < 0) {
+        if (set_attribute(command, COMMAND_ATTR[i], attrs[i]) < 0) {
             Py_CLEAR(command);
             goto failed;
         }
@@ -2086,6 +2091,24 @@ static PyObject *MAGIC_CODE_V2, *DEFAULT_BORN_HOST;
 #define MAX_ORDERED 64
 
 static int
+set_attribute(PyObject *object, PyObject *name, PyObject *value)
+{
+    /* what PyObject_GenericSetAttr does for a writable object slot: its member descriptor
+     * (a data descriptor, so ahead of any instance dict) sets it (PyMember_SetOne) */
+    PyTypeObject *type = Py_TYPE(object);
+    PyObject *descriptor = type->tp_setattro == PyObject_GenericSetAttr
+        && PyUnicode_CheckExact(name) ? _PyType_Lookup(type, name) : NULL;
+    if (descriptor != NULL && Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) {
+            Py_XSETREF(*(PyObject **)((char *)object + member->offset), Py_NewRef(value));
+            return 0;
+        }
+    }
+    return PyObject_SetAttr(object, name, value);
+}
+
+static int
 send_init(void)
 {
     MAGIC_CODE_V2 = PyLong_FromLong(MESSAGE_MAGIC_CODE_V2);
@@ -2122,7 +2145,9 @@ hashmap_ordered(PyObject *properties, PyObject *drop)
     PyObject *ordered = PyDict_New();
     for (Py_ssize_t i = 0; ordered != NULL && i < n; i++) {
         /* a name is drop's interned object unless its text was not all Latin-1 */
-        int dropped = names[i] == drop || PyUnicode_Compare(names[i], drop) == 0;
+        int dropped = names[i] == drop
+            || (PyUnicode_GET_LENGTH(names[i]) == PyUnicode_GET_LENGTH(drop)
+                && PyUnicode_Compare(names[i], drop) == 0);
         if (!dropped && PyDict_SetItem(ordered, names[i], values[i]) < 0)
             Py_CLEAR(ordered);
     }
