@@ -12,9 +12,10 @@
 #include <arpa/inet.h>
 #include <structmember.h>
 
-/* PyObject_SetAttr, straight into a __slots__ slot (defined with the send processor's
- * functions, below). */
+/* Defined with the send path's functions, below: PyObject_SetAttr, straight into a
+ * __slots__ slot; a dict's item looked for where the last one found left off. */
 static int set_attribute(PyObject *object, PyObject *name, PyObject *value);
+static PyObject *item_in_order(PyObject *dict, Py_ssize_t *cursor, PyObject *key);
 
 #define PROPERTY_SEPARATOR 2
 #define NAME_VALUE_SEPARATOR 1
@@ -1737,12 +1738,14 @@ decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *header = target->tp_new(target, EMPTY_TUPLE, NULL);
     if (header == NULL)
         return NULL;
+    Py_ssize_t cursor = 0;  /* extFields usually list the fields in the plan's order */
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++) {
         PyObject *field = sized_item(fields, i, 5, "decode_header: a malformed field");
         if (field == NULL)
             goto failed;
-        PyObject *text = ext == Py_None
-            ? NULL : PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(field, 0));
+        PyObject *wire = PyTuple_GET_ITEM(field, 0), *text = NULL;
+        if (ext != Py_None && (text = item_in_order(ext, &cursor, wire)) == NULL)
+            text = PyDict_GetItemWithError(ext, wire);
         PyObject *value;
         if (text == NULL && PyErr_Occurred())
             goto failed;
@@ -1796,11 +1799,15 @@ static const char *HEADER_KEY_NAMES[] = {
 static PyObject *HEADER_KEY[HEADER_KEY_COUNT];
 static PyObject *JAVA, *ZERO;
 
-/* The JSON header's value of key (borrowed, NULL when absent), 1; 0 on a lookup error. */
+/* The JSON header's value of key (borrowed, NULL when absent), 1; 0 on a lookup error.
+ * cursor: where the last key looked for was found (keys are looked for in the order
+ * fastjson writes them). */
 static int
-header_value(PyObject *header, PyObject *key, PyObject **value)
+header_value(PyObject *header, Py_ssize_t *cursor, PyObject *key, PyObject **value)
 {
-    *value = PyDict_GetItemWithError(header, key);
+    *value = item_in_order(header, cursor, key);
+    if (*value == NULL)
+        *value = PyDict_GetItemWithError(header, key);
     if (*value == NULL && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
@@ -1811,9 +1818,9 @@ header_value(PyObject *header, PyObject *key, PyObject **value)
 /* An int field (code, opaque, flag, version): its value, 0 when absent; 1, or 0 when
  * Python must decide. */
 static int
-int_field(PyObject *header, PyObject *key, PyObject **value)
+int_field(PyObject *header, Py_ssize_t *cursor, PyObject *key, PyObject **value)
 {
-    if (!header_value(header, key, value))
+    if (!header_value(header, cursor, key, value))
         return 0;
     if (*value == NULL)
         *value = ZERO;
@@ -1823,9 +1830,10 @@ int_field(PyObject *header, PyObject *key, PyObject **value)
 /* A string field: its value, NULL when absent or null (remark), or default_value when
  * absent (language, which may not be null here); 1, or 0 when Python must decide. */
 static int
-str_field(PyObject *header, PyObject *key, PyObject *default_value, PyObject **value)
+str_field(PyObject *header, Py_ssize_t *cursor, PyObject *key, PyObject *default_value,
+          PyObject **value)
 {
-    if (!header_value(header, key, value))
+    if (!header_value(header, cursor, key, value))
         return 0;
     if (*value == NULL)
         *value = default_value;
@@ -1839,13 +1847,14 @@ str_field(PyObject *header, PyObject *key, PyObject *default_value, PyObject **v
 static int
 usual_header_values(PyObject *header, PyObject **values)
 {
-    if (!int_field(header, HEADER_KEY[0], &values[0])
-            || !int_field(header, HEADER_KEY[1], &values[1])
-            || !int_field(header, HEADER_KEY[2], &values[2])
-            || !header_value(header, HEADER_KEY[3], &values[3])
-            || !str_field(header, HEADER_KEY[4], NULL, &values[4])
-            || !str_field(header, HEADER_KEY[5], JAVA, &values[5])
-            || !int_field(header, HEADER_KEY[6], &values[6]))
+    Py_ssize_t cursor = 0;  /* in fastjson's (alphabetical) order of the keys */
+    if (!int_field(header, &cursor, HEADER_KEY[0], &values[0])
+            || !header_value(header, &cursor, HEADER_KEY[3], &values[3])
+            || !int_field(header, &cursor, HEADER_KEY[2], &values[2])
+            || !str_field(header, &cursor, HEADER_KEY[5], JAVA, &values[5])
+            || !int_field(header, &cursor, HEADER_KEY[1], &values[1])
+            || !str_field(header, &cursor, HEADER_KEY[4], NULL, &values[4])
+            || !int_field(header, &cursor, HEADER_KEY[6], &values[6]))
         return 0;
     PyObject *ext = values[3];  /* extFields: an object of strings */
     if (ext == Py_None)
@@ -2106,6 +2115,27 @@ set_attribute(PyObject *object, PyObject *name, PyObject *value)
         }
     }
     return PyObject_SetAttr(object, name, value);
+}
+
+/* dict[key] when key is the key of the item after *cursor (a PyDict_Next position), which
+ * then moves past it; NULL when that item has another key (or is not there), with no error
+ * set. Looking up keys in the order a dict lists them so costs no hashing nor probing. */
+static PyObject *
+item_in_order(PyObject *dict, Py_ssize_t *cursor, PyObject *key)
+{
+    Py_ssize_t pos = *cursor;
+    PyObject *found, *value;
+    if (!PyDict_Next(dict, &pos, &found, &value))
+        return NULL;
+    /* exact strs: equal when their canonical forms (length, kind, data) are */
+    if (found != key && !(PyUnicode_CheckExact(found) && PyUnicode_CheckExact(key)
+                          && PyUnicode_GET_LENGTH(found) == PyUnicode_GET_LENGTH(key)
+                          && PyUnicode_KIND(found) == PyUnicode_KIND(key)
+                          && memcmp(PyUnicode_DATA(found), PyUnicode_DATA(key),
+                                    PyUnicode_GET_LENGTH(key) * PyUnicode_KIND(key)) == 0))
+        return NULL;
+    *cursor = pos;
+    return value;
 }
 
 static int

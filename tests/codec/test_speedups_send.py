@@ -3,16 +3,20 @@
 ``TRAN_MSG`` in every case, non-ASCII values and names, more names than the C loop
 orders), ASCII and other topics, IPv4 and IPv6 hosts, a connection without a born host,
 missing optional header fields and wrong types. Records (their properties in order),
-``WAIT`` and errors must be the same. ``tests/broker`` checks the records against Java's."""
+``WAIT`` and errors must be the same. ``tests/broker`` checks the records against Java's.
+Then the send request's frame and header decoded in C, whose look-ups try the keys in
+the order Java writes them first, against Python with the keys in any order."""
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqproto.broker.processors.send import python_send_record
+from rmqproto.codec import frame as F, headers as H
 from rmqproto.codec.message import MessageRecord
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from support.speedups import require_speedups
+from test_speedups_requests import _frame_outcome, _json_frame, _outcome as _header_outcome
 from test_speedups_requests import assert_no_leak
 
 require_speedups()
@@ -137,3 +141,30 @@ def test_no_leak():
                 speedups.send_record(PLAN, *_args(text=7))
 
     assert_no_leak(run)
+
+
+class Key(str):
+    """A str subclass: the C look-ups leave its keys to the dict."""
+
+
+_V2 = H.SendMessageRequestHeaderV2
+_EXT = {"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1795329689160",
+        "h": "0", "i": "WAIT\x01true", "j": "0", "k": "false", "m": "false"}
+
+
+@settings(max_examples=300)
+@given(st.permutations(sorted(_EXT)), st.sets(st.sampled_from(sorted(_EXT))),
+       st.sampled_from([str, Key]))
+def test_send_header_and_frame_with_their_keys_in_any_order(order, dropped, key_type):
+    ext = {key_type(key): _EXT[key] for key in order if key not in dropped}
+    for ext_fields in (ext, dict(sorted(ext.items()))):
+        assert _header_outcome(_V2.v1_from_ext_fields, ext_fields) == _header_outcome(
+            _V2.python_v1_from_ext_fields, ext_fields)
+    header = {"code": 310, "extFields": {str(key): value for key, value in ext.items()},
+              "flag": 0, "language": "JAVA", "opaque": 7, "serializeTypeCurrentRPC": "JSON",
+              "version": 399}
+    for keys in (sorted(header), sorted(header, reverse=True)):
+        frame = _json_frame({key: header[key] for key in keys}, b"body")
+        decoded = _frame_outcome(F.decode_frame, frame)
+        assert decoded == _frame_outcome(F.python_decode_frame, frame)
+        assert decoded[0] == (int, 310)  # a frame both decode, not an error both raise
