@@ -10,6 +10,12 @@
 #include <stdint.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <structmember.h>
+
+/* Defined with the send path's functions, below: PyObject_SetAttr, straight into a
+ * __slots__ slot; a dict's item looked for where the last one found left off. */
+static int set_attribute(PyObject *object, PyObject *name, PyObject *value);
+static PyObject *item_in_order(PyObject *dict, Py_ssize_t *cursor, PyObject *key);
 
 #define PROPERTY_SEPARATOR 2
 #define NAME_VALUE_SEPARATOR 1
@@ -1197,7 +1203,7 @@ static int
 set_fields(PyObject *record, const int *fields, int count, PyObject *const *values)
 {
     for (int i = 0; i < count; i++) {
-        if (PyObject_SetAttr(record, FIELD[fields[i]], values[fields[i]]) < 0)
+        if (set_attribute(record, FIELD[fields[i]], values[fields[i]]) < 0)
             return -1;
     }
     return 0;
@@ -1974,12 +1980,14 @@ decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *header = target->tp_new(target, EMPTY_TUPLE, NULL);
     if (header == NULL)
         return NULL;
+    Py_ssize_t cursor = 0;  /* extFields usually list the fields in the plan's order */
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++) {
         PyObject *field = sized_item(fields, i, 5, "decode_header: a malformed field");
         if (field == NULL)
             goto failed;
-        PyObject *text = ext == Py_None
-            ? NULL : PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(field, 0));
+        PyObject *wire = PyTuple_GET_ITEM(field, 0), *text = NULL;
+        if (ext != Py_None && (text = item_in_order(ext, &cursor, wire)) == NULL)
+            text = PyDict_GetItemWithError(ext, wire);
         PyObject *value;
         if (text == NULL && PyErr_Occurred())
             goto failed;
@@ -1998,7 +2006,7 @@ decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 goto python_decides;
             }
         }
-        int set = PyObject_SetAttr(header, PyTuple_GET_ITEM(field, 1), value);
+        int set = set_attribute(header, PyTuple_GET_ITEM(field, 1), value);
         Py_DECREF(value);
         if (set < 0)
             goto failed;
@@ -2007,7 +2015,7 @@ decode_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *pair = sized_item(not_decoded, i, 2, "decode_header: a malformed initial value");
         if (pair == NULL)
             goto failed;
-        if (PyObject_SetAttr(header, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0)
+        if (set_attribute(header, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0)
             goto failed;
     }
     return header;
@@ -2033,11 +2041,15 @@ static const char *HEADER_KEY_NAMES[] = {
 static PyObject *HEADER_KEY[HEADER_KEY_COUNT];
 static PyObject *JAVA, *ZERO;
 
-/* The JSON header's value of key (borrowed, NULL when absent), 1; 0 on a lookup error. */
+/* The JSON header's value of key (borrowed, NULL when absent), 1; 0 on a lookup error.
+ * cursor: where the last key looked for was found (keys are looked for in the order
+ * fastjson writes them). */
 static int
-header_value(PyObject *header, PyObject *key, PyObject **value)
+header_value(PyObject *header, Py_ssize_t *cursor, PyObject *key, PyObject **value)
 {
-    *value = PyDict_GetItemWithError(header, key);
+    *value = item_in_order(header, cursor, key);
+    if (*value == NULL)
+        *value = PyDict_GetItemWithError(header, key);
     if (*value == NULL && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
@@ -2048,9 +2060,9 @@ header_value(PyObject *header, PyObject *key, PyObject **value)
 /* An int field (code, opaque, flag, version): its value, 0 when absent; 1, or 0 when
  * Python must decide. */
 static int
-int_field(PyObject *header, PyObject *key, PyObject **value)
+int_field(PyObject *header, Py_ssize_t *cursor, PyObject *key, PyObject **value)
 {
-    if (!header_value(header, key, value))
+    if (!header_value(header, cursor, key, value))
         return 0;
     if (*value == NULL)
         *value = ZERO;
@@ -2060,9 +2072,10 @@ int_field(PyObject *header, PyObject *key, PyObject **value)
 /* A string field: its value, NULL when absent or null (remark), or default_value when
  * absent (language, which may not be null here); 1, or 0 when Python must decide. */
 static int
-str_field(PyObject *header, PyObject *key, PyObject *default_value, PyObject **value)
+str_field(PyObject *header, Py_ssize_t *cursor, PyObject *key, PyObject *default_value,
+          PyObject **value)
 {
-    if (!header_value(header, key, value))
+    if (!header_value(header, cursor, key, value))
         return 0;
     if (*value == NULL)
         *value = default_value;
@@ -2076,13 +2089,14 @@ str_field(PyObject *header, PyObject *key, PyObject *default_value, PyObject **v
 static int
 usual_header_values(PyObject *header, PyObject **values)
 {
-    if (!int_field(header, HEADER_KEY[0], &values[0])
-            || !int_field(header, HEADER_KEY[1], &values[1])
-            || !int_field(header, HEADER_KEY[2], &values[2])
-            || !header_value(header, HEADER_KEY[3], &values[3])
-            || !str_field(header, HEADER_KEY[4], NULL, &values[4])
-            || !str_field(header, HEADER_KEY[5], JAVA, &values[5])
-            || !int_field(header, HEADER_KEY[6], &values[6]))
+    Py_ssize_t cursor = 0;  /* in fastjson's (alphabetical) order of the keys */
+    if (!int_field(header, &cursor, HEADER_KEY[0], &values[0])
+            || !header_value(header, &cursor, HEADER_KEY[3], &values[3])
+            || !int_field(header, &cursor, HEADER_KEY[2], &values[2])
+            || !str_field(header, &cursor, HEADER_KEY[5], JAVA, &values[5])
+            || !int_field(header, &cursor, HEADER_KEY[1], &values[1])
+            || !str_field(header, &cursor, HEADER_KEY[4], NULL, &values[4])
+            || !int_field(header, &cursor, HEADER_KEY[6], &values[6]))
         return 0;
     PyObject *ext = values[3];  /* extFields: an object of strings */
     if (ext == Py_None)
@@ -2147,7 +2161,7 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         values[0], values[1], values[2], values[3] ? values[3] : Py_None, body,
         values[4] ? values[4] : Py_None, values[5], values[6], ZERO};
     for (int i = 0; i < COMMAND_ATTR_COUNT; i++) {
-        if (PyObject_SetAttr(command, COMMAND_ATTR[i], attrs[i]) < 0) {
+        if (set_attribute(command, COMMAND_ATTR[i], attrs[i]) < 0) {
             Py_CLEAR(command);
             goto failed;
         }
@@ -2315,6 +2329,215 @@ response_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return frame;
 }
 
+/* ---------------------------------------------------------------- the send processor */
+
+/* What a record of SEND_MESSAGE(_V2) gets besides its arguments: MESSAGE_MAGIC_CODE_V2 and
+ * the born host of a connection without one. */
+static PyObject *MAGIC_CODE_V2, *DEFAULT_BORN_HOST;
+#define MESSAGE_MAGIC_CODE_V2 (-626843477)
+#define WAIT_NAME USUAL_NAME[3]
+#define CLUSTER_NAME USUAL_NAME[4]
+#define TRAN_MSG_NAME USUAL_NAME[13]
+/* The most properties send_record orders itself (more go to Python). */
+#define MAX_ORDERED 64
+
+static int
+set_attribute(PyObject *object, PyObject *name, PyObject *value)
+{
+    /* what PyObject_GenericSetAttr does for a writable object slot: its member descriptor
+     * (a data descriptor, so ahead of any instance dict) sets it (PyMember_SetOne) */
+    PyTypeObject *type = Py_TYPE(object);
+    PyObject *descriptor = type->tp_setattro == PyObject_GenericSetAttr
+        && PyUnicode_CheckExact(name) ? _PyType_Lookup(type, name) : NULL;
+    if (descriptor != NULL && Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) {
+            Py_XSETREF(*(PyObject **)((char *)object + member->offset), Py_NewRef(value));
+            return 0;
+        }
+    }
+    return PyObject_SetAttr(object, name, value);
+}
+
+/* dict[key] when key is the key of the item after *cursor (a PyDict_Next position), which
+ * then moves past it; NULL when that item has another key (or is not there), with no error
+ * set. Looking up keys in the order a dict lists them so costs no hashing nor probing. */
+static PyObject *
+item_in_order(PyObject *dict, Py_ssize_t *cursor, PyObject *key)
+{
+    Py_ssize_t pos = *cursor;
+    PyObject *found, *value;
+    if (!PyDict_Next(dict, &pos, &found, &value))
+        return NULL;
+    /* exact strs: equal when their canonical forms (length, kind, data) are */
+    if (found != key && !(PyUnicode_CheckExact(found) && PyUnicode_CheckExact(key)
+                          && PyUnicode_GET_LENGTH(found) == PyUnicode_GET_LENGTH(key)
+                          && PyUnicode_KIND(found) == PyUnicode_KIND(key)
+                          && memcmp(PyUnicode_DATA(found), PyUnicode_DATA(key),
+                                    PyUnicode_GET_LENGTH(key) * PyUnicode_KIND(key)) == 0))
+        return NULL;
+    *cursor = pos;
+    return value;
+}
+
+static int
+send_init(void)
+{
+    MAGIC_CODE_V2 = PyLong_FromLong(MESSAGE_MAGIC_CODE_V2);
+    DEFAULT_BORN_HOST = Py_BuildValue("(si)", "127.0.0.1", 0);
+    return MAGIC_CODE_V2 == NULL || DEFAULT_BORN_HOST == NULL ? -1 : 0;
+}
+
+/* properties (str names, at most MAX_ORDERED) as a new dict in the order a default
+ * java.util.HashMap iterates them (rmqproto.codec.fastjson.java_hashmap_order), without
+ * drop, which still counts for the capacity (Java removes it after inserting it). */
+static PyObject *
+hashmap_ordered(PyObject *properties, PyObject *drop)
+{
+    PyObject *names[MAX_ORDERED], *values[MAX_ORDERED];
+    uint32_t buckets[MAX_ORDERED];
+    Py_ssize_t n = 0, pos = 0;
+    uint32_t capacity = 16;
+    while (PyDict_GET_SIZE(properties) > (Py_ssize_t)(capacity * 3 / 4))
+        capacity *= 2;
+    PyObject *name, *value;
+    while (PyDict_Next(properties, &pos, &name, &value)) {
+        uint32_t h = hash_continued(0, name, 0, PyUnicode_GET_LENGTH(name));
+        uint32_t bucket = (h ^ (h >> 16)) & (capacity - 1);
+        Py_ssize_t at = n++;  /* insertion sort: stable, as within a bucket Java keeps order */
+        for (; at > 0 && buckets[at - 1] > bucket; at--) {
+            names[at] = names[at - 1];
+            values[at] = values[at - 1];
+            buckets[at] = buckets[at - 1];
+        }
+        names[at] = name;
+        values[at] = value;
+        buckets[at] = bucket;
+    }
+    PyObject *ordered = PyDict_New();
+    for (Py_ssize_t i = 0; ordered != NULL && i < n; i++) {
+        /* a name is drop's interned object unless its text was not all Latin-1 */
+        int dropped = names[i] == drop
+            || (PyUnicode_GET_LENGTH(names[i]) == PyUnicode_GET_LENGTH(drop)
+                && PyUnicode_Compare(names[i], drop) == 0);
+        if (!dropped && PyDict_SetItem(ordered, names[i], values[i]) < 0)
+            Py_CLEAR(ordered);
+    }
+    return ordered;
+}
+
+/* Whether host is an (ip str, port) tuple, whose ip tells the sysFlag IPv6 bit. */
+static int
+host_ok(PyObject *host)
+{
+    return PyTuple_CheckExact(host) && PyTuple_GET_SIZE(host) == 2
+        && PyUnicode_CheckExact(PyTuple_GET_ITEM(host, 0));
+}
+
+static int
+is_ipv6(PyObject *host)
+{
+    PyObject *ip = PyTuple_GET_ITEM(host, 0);
+    return PyUnicode_FindChar(ip, ':', 0, PyUnicode_GET_LENGTH(ip), 1) >= 0;
+}
+
+/* 1 with *flag set when value (a property's, NULL when absent: absent) is ASCII, *flag
+ * telling whether it is "true" in any case; 0 when Python must decide. */
+static int
+property_true(PyObject *value, int absent, int *flag)
+{
+    if (value == NULL) {
+        *flag = absent;
+        return 1;
+    }
+    return PyUnicode_CheckExact(value) && java_boolean(value, flag);
+}
+
+PyDoc_STRVAR(send_record_doc,
+"send_record(plan, topic, body, properties_text, cluster, queue_id, flag, sys_flag,\n"
+"            born_timestamp, born_host, store_host, reconsume_times)\n\n"
+"rmqproto.broker.processors.send.python_send_record. plan is (MessageRecord,\n"
+"python_send_record); python_send_record decides every call this does not (an argument\n"
+"of another type, a topic or WAIT / TRAN_MSG value not ASCII, more than 64 properties).");
+
+static PyObject *
+send_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 12 && PyTuple_CheckExact(args[0]) && PyTuple_GET_SIZE(args[0]) == 2
+                     && PyType_Check(PyTuple_GET_ITEM(args[0], 0))
+                     && ((PyTypeObject *)PyTuple_GET_ITEM(args[0], 0))->tp_new
+                        == PyBaseObject_Type.tp_new,
+                     "send_record(plan, topic, body, properties_text, cluster, queue_id, flag, "
+                     "sys_flag, born_timestamp, born_host, store_host, reconsume_times): plan is "
+                     "(a record type made by object.__new__, python)") < 0)
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)PyTuple_GET_ITEM(args[0], 0);
+    PyObject *python = PyTuple_GET_ITEM(args[0], 1);
+    PyObject *topic = args[1], *text = args[3], *born_host = args[9], *store_host = args[10];
+    PyObject *reconsume_times = args[11] == Py_None ? ZERO : args[11];
+    if (born_host == Py_None)
+        born_host = DEFAULT_BORN_HOST;
+    if (!PyUnicode_CheckExact(topic) || !PyUnicode_IS_ASCII(topic)
+            || (text != Py_None && !PyUnicode_CheckExact(text)) || !PyLong_CheckExact(args[7])
+            || !host_ok(born_host) || !host_ok(store_host) || !PyLong_CheckExact(reconsume_times))
+        return PyObject_Vectorcall(python, args, nargs, NULL);
+    long sys_flag = PyLong_AsLong(args[7]);
+    if (sys_flag == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return PyObject_Vectorcall(python, args, nargs, NULL);
+    }
+    PyObject *properties = text == Py_None ? PyDict_New() : properties_of_text(text);
+    if (properties == NULL || PyDict_SetItem(properties, CLUSTER_NAME, args[4]) < 0) {
+        Py_XDECREF(properties);
+        return NULL;
+    }
+    int transaction, wait;
+    if (!property_true(PyDict_GetItemWithError(properties, TRAN_MSG_NAME), 0, &transaction)
+            || !property_true(PyDict_GetItemWithError(properties, WAIT_NAME), 1, &wait)
+            || PyDict_GET_SIZE(properties) > MAX_ORDERED) {
+        Py_DECREF(properties);
+        return PyObject_Vectorcall(python, args, nargs, NULL);
+    }
+    if (transaction) {  /* a prepared transaction message: the caller's */
+        Py_DECREF(properties);
+        Py_RETURN_NONE;
+    }
+    PyObject *values[FIELD_COUNT] = {NULL};
+    values[F_PROPERTIES] = hashmap_ordered(properties, WAIT_NAME);
+    Py_DECREF(properties);
+    values[F_SYS_FLAG] = PyLong_FromLong(
+        (sys_flag & ~HOST_FLAGS) | (is_ipv6(born_host) ? BORNHOST_V6_FLAG : 0)
+        | (is_ipv6(store_host) ? STOREHOSTADDRESS_V6_FLAG : 0));
+    PyObject *record = NULL;
+    if (values[F_PROPERTIES] != NULL && values[F_SYS_FLAG] != NULL)
+        record = PyBaseObject_Type.tp_new(type, EMPTY_TUPLE, NULL);
+    if (record != NULL) {
+        values[F_TOPIC] = topic;
+        values[F_BODY] = args[2];
+        values[F_QUEUE_ID] = args[5];
+        values[F_FLAG] = args[6];
+        values[F_QUEUE_OFFSET] = values[F_COMMIT_LOG_OFFSET] = values[F_STORE_TIMESTAMP] = ZERO;
+        values[F_PREPARED] = values[F_BODY_CRC] = ZERO;
+        values[F_BORN_TIMESTAMP] = args[8];
+        values[F_BORN_HOST] = born_host;
+        values[F_STORE_HOST] = store_host;
+        values[F_RECONSUME_TIMES] = reconsume_times;
+        values[F_MAGIC_CODE] = PyUnicode_GET_LENGTH(topic) <= MAX_TOPIC_LENGTH_V1
+            ? MAGIC_CODE_V1 : MAGIC_CODE_V2;
+        values[F_STORE_SIZE] = Py_None;
+        /* every field of ALL_FIELDS but the last, stored_properties (a BatchRecord's) */
+        if (set_fields(record, ALL_FIELDS, FIELD_COUNT - 1, values) < 0)
+            Py_CLEAR(record);
+    }
+    Py_XDECREF(values[F_PROPERTIES]);
+    Py_XDECREF(values[F_SYS_FLAG]);
+    if (record == NULL)
+        return NULL;
+    PyObject *made = PyTuple_Pack(2, record, wait ? Py_True : Py_False);
+    Py_DECREF(record);
+    return made;
+}
+
 static PyMethodDef methods[] = {
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
@@ -2353,6 +2576,8 @@ static PyMethodDef methods[] = {
      split_frames_doc},
     {"response_frame", (PyCFunction)(void (*)(void))response_frame, METH_FASTCALL,
      response_frame_doc},
+    /* the send processor */
+    {"send_record", (PyCFunction)(void (*)(void))send_record, METH_FASTCALL, send_record_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2401,7 +2626,7 @@ PyInit__speedups(void)
             return NULL;
         MAGIC_CODE_V1 = PyLong_FromLong(MESSAGE_MAGIC_CODE);
         EMPTY_TUPLE = PyTuple_New(0);
-        if (CRC32 == NULL || MAGIC_CODE_V1 == NULL || EMPTY_TUPLE == NULL)
+        if (CRC32 == NULL || MAGIC_CODE_V1 == NULL || EMPTY_TUPLE == NULL || send_init() < 0)
             return NULL;
     }
     return PyModuleDef_Init(&module);

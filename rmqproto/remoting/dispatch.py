@@ -141,11 +141,9 @@ class RequestDispatcher:
 
     def dispatch(self, request, context):
         """Process ``request``; the response frame (bytes), a Deferred of it, or ``None``."""
-        processor, reject = self._entry_for(request.code)
+        processor, reject = self._processors.get(request.code, self._default)  # _entry_for's
         if processor is None:
-            remark = " request type %d not supported" % request.code
-            log.warn("{peer}{remark}", peer=context.peer, remark=remark)
-            return self._answer(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark)
+            return self._not_supported(request, context)
         if reject is not None and reject():
             return self._answer(request, ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
         try:
@@ -158,6 +156,11 @@ class RequestDispatcher:
             return self._failed(request, Failure())
         return result.addCallback(partial(self._finish, request)).addErrback(
             partial(self._failed, request))
+
+    def _not_supported(self, request, context):
+        remark = " request type %d not supported" % request.code
+        log.warn("{peer}{remark}", peer=context.peer, remark=remark)
+        return self._answer(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark)
 
     def _finish(self, request, response):
         if response is None or request.flag & FLAG_ONEWAY:
@@ -194,3 +197,10 @@ class _ExcludingDispatcher(RequestDispatcher):
 
     def _entry_for(self, code):
         return _NO_ENTRY if code in self._excluded else self._base._entry_for(code)
+
+    def dispatch(self, request, context):
+        """The base's :meth:`~RequestDispatcher.dispatch` (the same version: this view's is
+        the base's), ``codes`` refused."""
+        if request.code in self._excluded:
+            return self._not_supported(request, context)
+        return self._base.dispatch(request, context)

@@ -116,7 +116,18 @@ class RemotingProtocol(Protocol):
         try:
             frames, error = self._decoder.take(data)
             for frame in frames:
-                self._command_received(decode_frame(frame))
+                command = decode_frame(frame)
+                if command.flag & FLAG_RESPONSE:
+                    self._response_received(command)
+                    continue
+                # a request, answered here (a method of its own would cost a call a request)
+                answer = self.dispatcher.dispatch(command, self.context)
+                if type(answer) is bytes:  # the usual answer (Deferred is an ABC: slow isinstance)
+                    self._write(answer)
+                elif isinstance(answer, Deferred):
+                    answer.addCallback(self._write_answer)
+                elif answer is not None:
+                    self._write(answer)
             if error is not None:
                 raise error
         except CodecError as exc:
@@ -128,24 +139,15 @@ class RemotingProtocol(Protocol):
             self._send_gathered()
             self.last_activity = self.reactor.seconds()  # the read's writes are done too
 
-    def _command_received(self, command):
-        if command.flag & FLAG_RESPONSE:
-            entry = self._pending.pop(command.opaque, None)
-            if entry is None:
-                log.warn("response from {peer} matches no request: {command!r}",
-                         peer=self.peer, command=command)
-                return
-            deferred, timer = entry
-            timer.cancel()
-            deferred.callback(command)
+    def _response_received(self, command):
+        entry = self._pending.pop(command.opaque, None)
+        if entry is None:
+            log.warn("response from {peer} matches no request: {command!r}",
+                     peer=self.peer, command=command)
             return
-        answer = self.dispatcher.dispatch(command, self.context)
-        if type(answer) is bytes:  # the usual answer (Deferred is an ABC, slow to isinstance)
-            self._write(answer)
-        elif isinstance(answer, Deferred):
-            answer.addCallback(self._write_answer)
-        elif answer is not None:
-            self._write(answer)
+        deferred, timer = entry
+        timer.cancel()
+        deferred.callback(command)
 
     def _write_answer(self, frame):
         if frame is not None:

@@ -39,13 +39,14 @@ from rmqproto.codec.message import (
     TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch_records, pick_properties,
     string_to_properties,
 )
+from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store.config import store_paths
 from rmqproto.store.results import PUT_OK, PutMessageStatus as S
 from rmqproto.store.retention import disk_partition_used_ratio
 
 __all__ = ["SendMessageProcessor", "FAQ_SUFFIX", "java_property_order", "put_status_response",
-           "wait_store_msg_ok"]
+           "python_send_record", "send_record", "wait_store_msg_ok"]
 
 log = Logger()
 
@@ -63,9 +64,13 @@ _SUCCESS = R.SUCCESS
 _MULTI_TAG = TopicFilterType.MULTI_TAG
 
 
+#: The born host of a record from a connection whose peer is not ``host:port``.
+_NO_BORN_HOST = ("127.0.0.1", 0)
+
+
 def _born_host(context):
     """A record's born host: the sending connection's ``(ip, port)``."""
-    return context.address or ("127.0.0.1", 0)
+    return context.address or _NO_BORN_HOST
 
 
 @lru_cache(maxsize=1024)
@@ -84,6 +89,30 @@ def wait_store_msg_ok(properties):
     ``true`` (any case, as ``Boolean.parseBoolean``)."""
     value = properties.get(PROPERTY_WAIT_STORE_MSG_OK)
     return value is None or value.lower() == "true"
+
+
+def python_send_record(plan, topic, body, properties_text, cluster, queue_id, flag, sys_flag,
+                       born_timestamp, born_host, store_host, reconsume_times):
+    """``(record, WAIT)`` of one message as ``asyncSendMessage`` builds it: the record
+    (``plan[0]``, :class:`MessageRecord`) with the properties of ``properties_text`` and
+    ``CLUSTER`` in ``HashMap`` order, without ``WAIT`` (Java drops it from the stored string
+    to save space); offsets, store timestamp and body CRC are the store's append's. None for
+    a prepared transaction message (``TRAN_MSG`` true), which goes to the half topic."""
+    properties = string_to_properties(properties_text)
+    properties[PROPERTY_CLUSTER] = cluster
+    if properties.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+        return None
+    # in the constructor's order: keywords would cost a dict per send
+    record = plan[0](
+        topic, body, java_property_order(properties, _DROP_WAIT), queue_id, flag, 0, 0, sys_flag,
+        born_timestamp, born_host or _NO_BORN_HOST, 0, store_host, reconsume_times or 0, 0, 0)
+    return record, wait_store_msg_ok(properties)
+
+
+#: :func:`python_send_record`, in C where the speedups are built.
+send_record = python_send_record if speedups is None else speedups.send_record
+_RECORD_PLAN = (MessageRecord, python_send_record)
+_DROP_WAIT = (PROPERTY_WAIT_STORE_MSG_OK,)
 
 
 def _human_time(ms):
@@ -167,8 +196,10 @@ class SendMessageProcessor:
         ``transactionId`` stays null). A JSON request's answer is the whole frame, from a
         :class:`~rmqproto.codec.frame.JsonResponseTemplate` (message ids are hex)."""
         if request.serialize_type == SERIALIZE_JSON:
-            return self._frame_template().frame(code, request.opaque, msg_id, queue_id,
-                                                queue_offset)
+            frames = self._frame_templates.get((self.config["regionId"], self.config["traceOn"]))
+            if frames is None:
+                frames = self._frame_template()
+            return frames.frame(code, request.opaque, msg_id, queue_id, queue_offset)
         ext = self._ext_template(request.serialize_type).copy()  # values below keep their places
         ext["msgId"] = msg_id
         ext["queueId"] = str(queue_id)  # Integer / Long toString
@@ -259,8 +290,9 @@ class SendMessageProcessor:
         topic_config = manager.select_topic_config(topic)
         if topic_config is None:
             topic_config = self._create_topic(header, context)
-        valid = max(topic_config.write_queue_nums, topic_config.read_queue_nums)
-        if header.queue_id >= valid:
+        # queueId >= max(writeQueueNums, readQueueNums), without the call
+        if (header.queue_id >= topic_config.write_queue_nums
+                and header.queue_id >= topic_config.read_queue_nums):
             remark = "request queueId[%d] is illegal, %s Producer: %s" % (
                 header.queue_id, topic_config_string(topic_config), context.peer)
             log.warn(remark)
@@ -322,27 +354,31 @@ class SendMessageProcessor:
         """The record ``asyncSendMessage`` builds for one message, and its ``WAIT``."""
         if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             topic_config, queue_id = self._retry_or_dlq(header, request, topic_config, queue_id)
-        topic = topic_config.topic_name
+        made = send_record(_RECORD_PLAN, topic_config.topic_name, request.body, header.properties,
+                           self.config["brokerClusterName"], queue_id, header.flag,
+                           self._sys_flag(header, topic_config), header.born_timestamp,
+                           context.address, self.store_host, header.reconsume_times)
+        if made is None:
+            return self._half_message_record(header, request, topic_config, queue_id, context)
+        return made
+
+    def _half_message_record(self, header, request, topic_config, queue_id, context):
+        """A prepared transaction message's record, parked in the half topic as
+        ``TransactionalMessageBridge.parseHalfMessageInner`` does (its properties string is
+        rebuilt there, ``WAIT`` included), and its ``WAIT``."""
+        if self.config["rejectTransactionMessage"]:
+            raise _Refused(R.NO_PERMISSION, "the broker[%s] sending transaction message is "
+                           "forbidden" % self.config["brokerIP1"])
         properties = string_to_properties(header.properties)
         properties[PROPERTY_CLUSTER] = self.config["brokerClusterName"]
-        sys_flag = self._sys_flag(header, topic_config)
-        drop = (PROPERTY_WAIT_STORE_MSG_OK,)
-        if properties.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
-            if self.config["rejectTransactionMessage"]:
-                raise _Refused(R.NO_PERMISSION, "the broker[%s] sending transaction message is "
-                               "forbidden" % self.config["brokerIP1"])
-            # TransactionalMessageBridge.parseHalfMessageInner: park it in the half topic
-            # (its properties string is rebuilt there, WAIT included)
-            properties[PROPERTY_REAL_TOPIC] = topic
-            properties[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
-            sys_flag = (sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_NOT_TYPE
-            topic, queue_id, drop = TRANS_HALF_TOPIC, 0, ()
-        # in the constructor's order: keywords would cost a dict per send
+        properties[PROPERTY_REAL_TOPIC] = topic_config.topic_name
+        properties[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
+        sys_flag = ((self._sys_flag(header, topic_config) & ~TRANSACTION_ROLLBACK_TYPE)
+                    | TRANSACTION_NOT_TYPE)
         record = MessageRecord(
-            topic, request.body, java_property_order(properties, drop), queue_id, header.flag,
-            0, 0, sys_flag, header.born_timestamp, _born_host(context),  # offsets: the append's
-            0, self.store_host, header.reconsume_times or 0,  # store timestamp: the append's
-            0, 0)  # prepared transaction offset; body CRC: the store's append computes it
+            TRANS_HALF_TOPIC, request.body, java_property_order(properties), 0, header.flag,
+            0, 0, sys_flag, header.born_timestamp, _born_host(context), 0, self.store_host,
+            header.reconsume_times or 0, 0, 0)
         return record, wait_store_msg_ok(properties)
 
     def batch_records(self, header, body, topic_config, queue_id, context):
