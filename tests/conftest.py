@@ -4,8 +4,14 @@ import json
 import os
 
 import pytest
+from hypothesis import settings
 
 from support.interop import JavaInterop, java_available
+
+# No wall-clock limit per example: how long an example takes depends on what else the
+# machine runs (the sanitizer build, a loaded CI host), so a deadline is a timing assertion.
+settings.register_profile("rmqproto", deadline=None)
+settings.load_profile("rmqproto")
 
 
 @pytest.fixture(scope="session")
