@@ -27,7 +27,6 @@ MAX_TOPIC_LENGTH = 127
 #: Bytes Java's encoder reserves beyond ``maxMessageSize`` for the rest of a record.
 _ENCODER_HEADROOM = 64 * 1024
 _CONSUMABLE = (msg.TRANSACTION_NOT_TYPE, msg.TRANSACTION_COMMIT_TYPE)
-_BLANK = msg.END_FILE_MIN_BLANK_LENGTH
 
 
 def consumable(sys_flag):
@@ -245,13 +244,13 @@ class CommitLog:
         key = (first.topic, first.queue_id)
         files = self.queue.files
         mapped = files[-1] if files else None
-        if mapped is None or mapped.wrote_position + total + _BLANK > self.file_size:
+        if mapped is None or msg.needs_blank(total, self.file_size - mapped.wrote_position):
             mapped = self._file_for(total)  # the usual record fits the last segment
             if mapped is None:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         position = mapped.wrote_position
         begin_offset = mapped.file_from_offset + position
-        is_consumable = first.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE in _CONSUMABLE
+        is_consumable = consumable(first.sys_flag)
         begin_queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
         ids, dispatch_fields = msg.write_stored_batch(
             mapped.mm, position, total, records, properties, store_timestamp, begin_offset,
