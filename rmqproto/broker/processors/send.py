@@ -196,9 +196,10 @@ class SendMessageProcessor:
         ``transactionId`` stays null). A JSON request's answer is the whole frame, from a
         :class:`~rmqproto.codec.frame.JsonResponseTemplate` (message ids are hex)."""
         if request.serialize_type == SERIALIZE_JSON:
-            frames = self._frame_templates.get((self.config["regionId"], self.config["traceOn"]))
+            key = (self.config["regionId"], self.config["traceOn"])
+            frames = self._frame_templates.get(key)
             if frames is None:
-                frames = self._frame_template()
+                frames = self._new_frame_template(key)
             return frames.frame(code, request.opaque, msg_id, queue_id, queue_offset)
         ext = self._ext_template(request.serialize_type).copy()  # values below keep their places
         ext["msgId"] = msg_id
@@ -215,13 +216,11 @@ class SendMessageProcessor:
                     serialize_type, extra=self._response_ext())
         return template
 
-    def _frame_template(self):
-        key = (self.config["regionId"], self.config["traceOn"])
-        frames = self._frame_templates.get(key)
-        if frames is None:
-            frames = self._frame_templates[key] = JsonResponseTemplate(
-                self._ext_template(SERIALIZE_JSON), ("msgId", "queueId", "queueOffset"),
-                self._version)
+    def _new_frame_template(self, key):
+        """The answer frames' template for ``key`` (``regionId``, ``traceOn``), made once."""
+        frames = self._frame_templates[key] = JsonResponseTemplate(
+            self._ext_template(SERIALIZE_JSON), ("msgId", "queueId", "queueOffset"),
+            self._version)
         return frames
 
     # ------------------------------------------------------------ processing
