@@ -27,6 +27,9 @@ STORE_SETTINGS = Settings(
             check=at_least(1)),
     Setting("flushCommitLogLeastPages", 4, "dirty pages needed for an asynchronous flush"),
     Setting("flushCommitLogThoroughInterval", 10_000, "ms after which any dirty page is flushed"),
+    Setting("flushCommitLogTimed", True,
+            "ASYNC_FLUSH: flush on the interval only; false: also as soon as puts dirty "
+            "flushCommitLogLeastPages pages"),
     Setting("flushIntervalConsumeQueue", 1000, "ms between consume-queue flushes",
             check=at_least(1)),
     Setting("flushConsumeQueueLeastPages", 2, "dirty pages needed for a consume-queue flush"),

@@ -530,9 +530,10 @@ class DefaultMessageStore:
         if self.config["flushDiskType"] == "SYNC_FLUSH" and wait:
             flushed = self.flusher.wait_for(next_offset)
         else:
-            # Java's put only wakes its flush thread: the turn's puts wake ours once, at its
-            # end (scheduled above)
-            self._flush_wanted = True
+            # Java's put only wakes its flush thread (which a timed ASYNC_FLUSH service
+            # ignores): the turn's puts wake ours once, at its end (scheduled above)
+            if self.flusher.woken_by_puts:
+                self._flush_wanted = True
             flushed = None
         replicated = None
         if (self.config["brokerRole"] == "SYNC_MASTER" and wait

@@ -1,8 +1,11 @@
 """Flushing the commit log, consume queues and checkpoint to disk (reference §4.4).
 
-* ASYNC_FLUSH (``FlushRealTimeService``): every ``flushIntervalCommitLog`` ms, and when a
-  put wakes it, flush once ``flushCommitLogLeastPages`` pages are dirty; any dirty page
-  once ``flushCommitLogThoroughInterval`` ms have passed since the last full flush.
+* ASYNC_FLUSH (``FlushRealTimeService``): every ``flushIntervalCommitLog`` ms (and, with
+  ``flushCommitLogTimed`` false, whenever a put wakes it) flush once
+  ``flushCommitLogLeastPages`` pages are dirty; any dirty page once
+  ``flushCommitLogThoroughInterval`` ms have passed since the last full flush. Java's
+  timed service sleeps its interval whatever the puts do, so with the default
+  (``flushCommitLogTimed`` true) a put does not wake ours.
 * SYNC_FLUSH (``GroupCommitService``): a put waiting for its bytes (``WAIT`` true) queues a
   request for its end offset; one fsync covers every request queued before it started
   (group commit); requests not covered within ``syncFlushTimeout`` ms are answered
@@ -94,6 +97,8 @@ class CommitLogFlusher:
         self.least_pages = config["flushCommitLogLeastPages"]
         self.thorough_interval = config["flushCommitLogThoroughInterval"]
         self.sync_timeout = config["syncFlushTimeout"]
+        #: whether a put that does not wait for its flush should still wake the flusher
+        self.woken_by_puts = self.sync or not config["flushCommitLogTimed"]
         self.requests = GroupCommitRequests()
         self._last_thorough = 0
         self._in_flight = None

@@ -519,13 +519,22 @@ def test_sync_flush_and_sync_master_answer_once_both_waits_end(stores, flush, re
 def test_async_flush_writes_in_the_background_and_checkpoints(stores):
     store = stores.open()
     fill(store, 60)
-    assert store.commit_log.queue.flushed_where > 0  # 4 pages dirty woke the flusher
+    assert store.commit_log.queue.flushed_where == 0  # flushCommitLogTimed: puts wake nothing
+    stores.clock.advance(0.1)  # flushIntervalCommitLog: 4 pages dirty, flushed
+    assert 0 < store.commit_log.queue.flushed_where
     stores.clock.advance(11)
     assert store.commit_log.queue.flushed_where == store.get_max_phy_offset()
     assert store.checkpoint.physic_msg_timestamp > 0
     stores.clock.advance(61)
     cq = store.find_consume_queue("TopicA", 0, create=False)
     assert cq.queue.flushed_where == cq.queue.max_offset
+
+
+def test_async_flush_untimed_wakes_on_the_puts(stores):
+    store = stores.open(flushCommitLogTimed=False)
+    fill(store, 60)
+    assert 0 < store.commit_log.queue.flushed_where  # 4 pages dirty woke the flusher
+    assert store.commit_log.queue.flushed_where < store.get_max_phy_offset()
 
 
 def test_runtime_info_has_java_keys(stores):
@@ -581,7 +590,7 @@ def test_the_puts_of_a_reactor_turn_are_dispatched_together_at_its_end(stores):
 
 
 def test_the_puts_of_a_reactor_turn_wake_the_async_flusher_once_at_its_end(stores):
-    store = stores.open()
+    store = stores.open(flushCommitLogTimed=False)
     wakeups = []
     wakeup = store.flusher.wakeup
     store.flusher.wakeup = lambda: wakeups.append(store.get_max_phy_offset()) or wakeup()
@@ -592,6 +601,18 @@ def test_the_puts_of_a_reactor_turn_wake_the_async_flusher_once_at_its_end(store
     assert wakeups == [store.get_max_phy_offset()]
     stores.clock.advance(0)
     assert len(wakeups) == 1  # a turn without puts does not wake it
+
+
+def test_the_puts_do_not_wake_a_timed_async_flusher(stores):
+    store = stores.open(start=False)
+    wakeups = []
+    store.flusher.wakeup = lambda: wakeups.append(store.get_max_phy_offset())
+    store.start()
+    store.put_message(record(UNIQ_KEY="T1"))
+    stores.clock.advance(0)
+    assert wakeups == []
+    stores.clock.advance(0.1)  # flushIntervalCommitLog
+    assert wakeups == [store.get_max_phy_offset()]
 
 
 def test_a_read_in_the_turn_of_a_put_sees_it(stores):
