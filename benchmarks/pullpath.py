@@ -66,7 +66,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     pulls = len(pull_frames(args.messages))
     if args.instructions:
-        argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--instructions"]
         print("%d pulls of %d × %d B: %s instructions a pull" % (
             pulls, PULL_BATCH, args.body_size,
             "{:,.0f}".format(count_instructions(argv, pulls, __file__))))

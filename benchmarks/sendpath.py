@@ -262,8 +262,9 @@ def counted(runner, frames, controller):
 
 
 def count_instructions(argv, sends, script=__file__):
-    """Run ``script`` (this one by default) with ``argv`` (plus ``--counted``) under callgrind;
-    instructions a send."""
+    """Run ``script`` (this one by default) with ``argv`` (the command line's when None),
+    ``--instructions`` dropped and ``--counted`` added, under callgrind; instructions a send."""
+    argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--instructions"]
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (Debian's package valgrind)")
     with tempfile.TemporaryDirectory(prefix="sendpath-cg-") as out:
@@ -293,7 +294,6 @@ def main(argv=None):
     parser.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.instructions:
-        argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--instructions"]
         print("%d sends of %d × %d B: %s instructions a send" % (
             args.messages, args.batch, args.body_size,
             "{:,.0f}".format(count_instructions(argv, args.messages))))
