@@ -74,9 +74,8 @@ def cluster(tmp_path_factory):
 
 
 def answer_lines(output):
-    """mqadmin's answer without its log lines."""
-    return [line for line in output.splitlines()
-            if line.strip() and not re.match(r"\d\d:\d\d:\d\d\.\d+ ", line)]
+    """mqadmin's answer as its non-blank lines (its logs go to a file)."""
+    return [line for line in output.splitlines() if line.strip()]
 
 
 def test_slave_learns_master_ha_address_and_route_lists_both(cluster):

@@ -19,12 +19,19 @@ ROOT = Path(__file__).resolve().parents[2]
 PEERS_DIR = ROOT / "tests" / "javapeers"
 
 _LOGBACK = """<configuration>
-  <appender name="OUT" class="ch.qos.logback.core.ConsoleAppender">
-    <encoder><pattern>%d{HH:mm:ss.SSS} %-5level %logger{20} - %msg%n</pattern></encoder>
+  <appender name="OUT" class="ch.qos.logback.core.%s">
+    <encoder><pattern>%%d{HH:mm:ss.SSS} %%-5level %%logger{20} - %%msg%%n</pattern></encoder>%s
   </appender>
   <root level="WARN"><appender-ref ref="OUT"/></root>
 </configuration>
 """
+
+
+def logback_config(log_file=None):
+    """Warnings and worse to the console, or to ``log_file`` when given."""
+    if log_file is None:
+        return _LOGBACK % ("ConsoleAppender", "")
+    return _LOGBACK % ("FileAppender", "\n    <file>%s</file>" % log_file)
 
 
 def broker_port():
@@ -61,8 +68,12 @@ class JavaPeers:
         self.workdir = Path(workdir)
         self.home = self.workdir / "rocketmq-home"
         (self.home / "conf").mkdir(parents=True, exist_ok=True)
-        for name in ("namesrv", "broker", "tools"):
-            (self.home / "conf" / ("logback_%s.xml" % name)).write_text(_LOGBACK)
+        for name in ("namesrv", "broker"):  # their console is the process's log file
+            (self.home / "conf" / ("logback_%s.xml" % name)).write_text(logback_config())
+        # mqadmin's client logs in the background (route updates that can race its own
+        # shutdown); keeping them out of its output leaves only the command's answer
+        (self.home / "conf" / "logback_tools.xml").write_text(
+            logback_config(self.workdir / "mqadmin.log"))
         self.server_cp = build_classpath("server")
         self.client_cp = build_classpath("client")
         self.processes = []
