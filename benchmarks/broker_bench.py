@@ -117,15 +117,18 @@ QUICK = ("send 128 B, 8 threads", "batch 32 × 128 B, 8 threads", "consume 128 B
 
 class LoadRun:
     """One load generator process: samples the broker's, its own and the machine's CPU when it
-    prints ``measuring`` and ``measured``; its JSON report with those figures added."""
+    prints ``measuring`` and ``measured``; its JSON report with those figures added.
 
-    def __init__(self, command, server_pid, pinned, timeout, env=None):
+    ``companion_pids`` are processes that serve with the broker (a SYNC_MASTER's slave):
+    their CPU is reported as ``companion_cpu_s`` and not counted as other load."""
+
+    def __init__(self, command, server_pid, pinned, timeout, env=None, companion_pids=()):
         self.command, self.server_pid, self.pinned = command, server_pid, pinned
-        self.timeout, self.env = timeout, env
+        self.timeout, self.env, self.companion_pids = timeout, env, companion_pids
 
     def _sample(self, pid):
         return (time.monotonic(), process_cpu_seconds(self.server_pid), process_cpu_seconds(pid),
-                _busy_seconds())
+                _busy_seconds(), sum(map(process_cpu_seconds, self.companion_pids)))
 
     def run(self):
         preexec = (lambda: os.sched_setaffinity(0, {LOAD_CPU})) if self.pinned else None
@@ -153,12 +156,15 @@ class LoadRun:
             raise RuntimeError("load generator failed (%s):\n%s\n%s" % (
                 process.returncode, "\n".join(lines), stderr.read().decode(errors="replace")))
         figures = json.loads(lines[-1])
-        (t0, server0, own0, busy0), (t1, server1, own1, busy1) = samples
+        (t0, server0, own0, busy0, mate0), (t1, server1, own1, busy1, mate1) = samples
         window = t1 - t0
         figures["window_s"] = window
         figures["server_cpu_s"] = server1 - server0
         figures["generator_cpu_s"] = own1 - own0
-        figures["other_cpu_s"] = max(0.0, (busy1 - busy0) - (server1 - server0) - (own1 - own0))
+        if self.companion_pids:
+            figures["companion_cpu_s"] = mate1 - mate0
+        figures["other_cpu_s"] = max(0.0, (busy1 - busy0) - (server1 - server0) - (own1 - own0)
+                                     - (mate1 - mate0))
         # other load is judged over the CPU-sampled window (``seconds`` is the loader's own)
         figures["other_cores"] = figures["other_cpu_s"] / window if window > 0 else 0.0
         return figures
@@ -316,9 +322,10 @@ def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, p
 
 
 def run_workloads(brokers, loaders, topics, workloads, loaders_, warmup, seconds, repeat, reruns,
-                  pinned, backlog=0):
+                  pinned, backlog=0, companions=None):
     """Each workload with each of ``loaders_`` that can run it (``workload.clients``) against
-    each of ``brokers.started``; ``{workload: {loader: {broker: figures}}}``."""
+    each of ``brokers.started``; ``{workload: {loader: {broker: figures}}}``. ``companions``
+    maps a broker's name to the pids serving with it (see :class:`LoadRun`)."""
     results = {}
     for workload in workloads:
         for loader in (c for c in loaders_ if c in workload.clients):
@@ -326,7 +333,8 @@ def run_workloads(brokers, loaders, topics, workloads, loaders_, warmup, seconds
                 name = next(n for n, (_, a) in brokers.started.items() if a == address)
                 args = workload.loader_args(topics[name], warmup, seconds, backlog)
                 figures = LoadRun(loaders.command(loader, args), pid, pinned,
-                                  timeout=120 + warmup + seconds + backlog / 1000).run()
+                                  timeout=120 + warmup + seconds + backlog / 1000,
+                                  companion_pids=(companions or {}).get(name, ())).run()
                 return figures
 
             label = "%s, %s client" % (workload.name, loader)
@@ -378,7 +386,12 @@ def _cores(figures, key):
     return "%.2f" % (figures[key] / figures["window_s"])
 
 
-def table(results, markdown=False):
+def table(results, markdown=False, companion=None):
+    """The runs' figures, one row per workload and client; with ``companion`` (a name such
+    as "slave") a column of each side's ``companion_cpu_s`` too."""
+    columns = ["msg/s", "avg ms", "max ms", "CPU", "gen CPU"]
+    if companion:
+        columns.append(companion + " CPU")
     rows = []
     for workload, by_loader in results.items():
         for loader, by_broker in by_loader.items():
@@ -386,16 +399,17 @@ def table(results, markdown=False):
             row = [workload, loader]
             for figures in (ours, java):
                 if figures is None:
-                    row += ["-"] * 5
+                    row += ["-"] * len(columns)
                     continue
                 row += [rate(figures["tps"]), _ms(figures, "mean_us"), _ms(figures, "max_us"),
                         _cores(figures, "server_cpu_s"), _cores(figures, "generator_cpu_s")]
+                if companion:
+                    row.append(_cores(figures, "companion_cpu_s"))
             row.append(ratio(ours and ours["tps"], java and java["tps"]))
             row.append("%.2f" % max(f["other_cores"] for f in (ours, java) if f))
             rows.append(row)
-    headers = ["workload", "client", "ours msg/s", "ours avg ms", "ours max ms", "ours CPU",
-               "ours gen CPU", "Java msg/s", "Java avg ms", "Java max ms", "Java CPU",
-               "Java gen CPU", "ours/Java", "other load"]
+    headers = (["workload", "client"] + ["ours " + c for c in columns]
+               + ["Java " + c for c in columns] + ["ours/Java", "other load"])
     return format_table(headers, rows, markdown)
 
 
