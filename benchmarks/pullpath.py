@@ -13,7 +13,6 @@ of its C twin, to compare the two.
 
 import argparse
 import sys
-import time
 from functools import partial
 from pathlib import Path
 
