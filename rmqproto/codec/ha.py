@@ -13,6 +13,7 @@ incremental parsers for any chunking; they do no I/O and suit a Twisted
 """
 
 import enum
+import struct
 from collections import namedtuple
 
 from rmqproto.codec.fixed_layout import INT16, INT32, INT64, FixedLayout
@@ -39,6 +40,8 @@ SLAVE_REPORT = FixedLayout("SlaveReport", ("max_offset", INT64))
 
 #: Master → slave: the CommitLog offset of the first body byte and the body size.
 TRANSFER_HEADER = FixedLayout("TransferHeader", ("offset", INT64), ("body_size", INT32))
+_HEADER = struct.Struct(TRANSFER_HEADER.format)
+_HEADER_SIZE = _HEADER.size
 
 
 def encode_slave_report(max_offset):
@@ -122,31 +125,35 @@ class TransferReader:
 
     def feed(self, data):
         """Consume ``data``; the list of pieces it completes or advances."""
-        view = memoryview(bytes(data))
+        data = bytes(data)  # the pieces are slices of it (no copy when it is bytes already)
         pieces = []
-        while view:
-            if self._remaining is None:
-                need = TRANSFER_HEADER.size - len(self._header)
-                self._header += bytes(view[:need])
-                view = view[need:]
-                if len(self._header) < TRANSFER_HEADER.size:
-                    break
-                header = TRANSFER_HEADER.unpack(self._header)
-                self._header = b""
-                _check_body_size(header.body_size)
-                self._offset, self._remaining = header.offset, header.body_size
-                if not header.body_size:
-                    pieces.append(TransferPiece(header.offset, b"", True))
-                    self._remaining = None
+        position, end = 0, len(data)
+        while position < end:
+            remaining = self._remaining
+            if remaining is None:
+                if self._header or end - position < _HEADER_SIZE:
+                    take = min(_HEADER_SIZE - len(self._header), end - position)
+                    self._header += data[position:position + take]
+                    position += take
+                    if len(self._header) < _HEADER_SIZE:
+                        break
+                    offset, body_size = _HEADER.unpack(self._header)
+                    self._header = b""
+                else:
+                    offset, body_size = _HEADER.unpack_from(data, position)
+                    position += _HEADER_SIZE
+                _check_body_size(body_size)
+                if body_size:
+                    self._offset, self._remaining = offset, body_size
+                else:
+                    pieces.append(TransferPiece(offset, b"", True))
                 continue
-            chunk = bytes(view[:self._remaining])
-            view = view[len(chunk):]
-            self._remaining -= len(chunk)
-            done = not self._remaining
-            pieces.append(TransferPiece(self._offset, chunk, done))
-            self._offset += len(chunk)
-            if done:
-                self._remaining = None
+            take = min(remaining, end - position)
+            pieces.append(TransferPiece(self._offset, data[position:position + take],
+                                        take == remaining))
+            position += take
+            self._offset += take
+            self._remaining = remaining - take or None
         return pieces
 
 
