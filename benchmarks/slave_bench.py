@@ -147,8 +147,9 @@ class ScriptedMaster:
 
 def _floor_slave(address, cpu):
     """A bare Twisted client of ``address`` answering every read with a report (its own
-    process; runs until killed)."""
-    os.sched_setaffinity(0, {cpu})
+    process, on ``cpu`` unless None; runs until killed)."""
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
     from twisted.internet import reactor
     from twisted.internet.protocol import ClientFactory, Protocol
 
@@ -187,7 +188,7 @@ def _start_slave(kind, master_address, workdir, pinned):
     """``(pid, stop)`` of a started slave of ``kind`` (one of :data:`SLAVES`)."""
     cpu = SLAVE_CPU if pinned else None
     if kind == "floor":
-        floor = _ForkedFloor(master_address, SLAVE_CPU if pinned else MASTER_CPU)
+        floor = _ForkedFloor(master_address, cpu)
         return floor.pid, floor.stop
     store = workdir / "store"
     settings = dict(BROKER_SETTINGS, brokerName="broker-slave-bench", brokerRole="SLAVE",
