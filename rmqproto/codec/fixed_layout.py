@@ -35,16 +35,18 @@ class FixedLayout:
         names = [field_name for field_name, _ in fields]
         self.record = namedtuple(name, names)
         self.declaration = cs.Struct(*(field_name / kind[0] for field_name, kind in fields))
-        self._struct = struct.Struct(">" + "".join(kind[1] for _, kind in fields))
-        self.size = self._struct.size
-        self.format = self._struct.format  #: the ``struct`` format, e.g. ``">qi"``
+        #: the ``struct.Struct``: its ``unpack_from`` gives the bare values, for hot paths
+        #: where a namedtuple per record costs too much
+        self.struct = struct.Struct(">" + "".join(kind[1] for _, kind in fields))
+        self.size = self.struct.size
+        self.format = self.struct.format  #: the ``struct`` format, e.g. ``">qi"``
 
     def pack(self, *values, **fields):
         """The record's bytes (fast path); out-of-range values raise ``CodecError``."""
         if fields:
             values = self.record(*values, **fields)
         try:
-            return self._struct.pack(*values)
+            return self.struct.pack(*values)
         except struct.error as exc:
             raise CodecError("%s: %s" % (self.record.__name__, exc)) from None
 
@@ -53,7 +55,7 @@ class FixedLayout:
         if len(data) - offset < self.size:
             raise TruncatedError("%s needs %d bytes, %d available" % (
                 self.record.__name__, self.size, max(len(data) - offset, 0)))
-        return self.record._make(self._struct.unpack_from(data, offset))
+        return self.record._make(self.struct.unpack_from(data, offset))
 
     def build(self, record):
         """The record's bytes through the construct declaration."""

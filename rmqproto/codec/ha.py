@@ -13,7 +13,6 @@ incremental parsers for any chunking; they do no I/O and suit a Twisted
 """
 
 import enum
-import struct
 from collections import namedtuple
 
 from rmqproto.codec.fixed_layout import INT16, INT32, INT64, FixedLayout
@@ -40,7 +39,7 @@ SLAVE_REPORT = FixedLayout("SlaveReport", ("max_offset", INT64))
 
 #: Master → slave: the CommitLog offset of the first body byte and the body size.
 TRANSFER_HEADER = FixedLayout("TransferHeader", ("offset", INT64), ("body_size", INT32))
-_HEADER = struct.Struct(TRANSFER_HEADER.format)
+_HEADER = TRANSFER_HEADER.struct
 _HEADER_SIZE = _HEADER.size
 
 
