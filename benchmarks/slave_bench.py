@@ -16,7 +16,8 @@ After a warm-up (the first fifth of the records), the rest is cut into ``--windo
 windows; each gives the rate and the slave's CPU per record (``/proc``, user and kernel),
 and the table shows the medians (and every window's CPU, to show the scatter).
 The **floor** is a slave that does nothing but Twisted's part: a bare Twisted protocol that
-answers every read with an 8-byte report of the bytes it received (no parsing, no store).
+answers every read with an 8-byte report of where the transfers it received end (their
+headers read by our ``TransferReader``; no store).
 The distance from the floor to our slave is our own Python work; the floor itself is what
 any Twisted slave pays per read.
 
@@ -146,26 +147,29 @@ class ScriptedMaster:
 
 
 def _floor_slave(address, cpu):
-    """A bare Twisted client of ``address`` answering every read with a report (its own
-    process, on ``cpu`` unless None; runs until killed)."""
+    """A bare Twisted client of ``address`` answering every read with a report of where the
+    master's transfers reached (its own process, on ``cpu`` unless None; runs until
+    killed)."""
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     from twisted.internet import reactor
     from twisted.internet.protocol import ClientFactory, Protocol
 
-    from rmqproto.codec.ha import encode_slave_report
+    from rmqproto.codec.ha import TransferReader, encode_slave_report
     from rmqproto.remoting.sendnow import send_now
 
     class Reporter(Protocol):
-        received = 0
+        held = 0
 
         def connectionMade(self):
             self.transport.setTcpNoDelay(True)
+            self.reader = TransferReader()
             send_now(self.transport, encode_slave_report(0))
 
         def dataReceived(self, data):
-            self.received += len(data) - 12  # one transfer per read, as they come here
-            send_now(self.transport, encode_slave_report(self.received))
+            for piece in self.reader.feed(data):  # a read may hold several transfers
+                self.held = piece.offset + len(piece.data)
+            send_now(self.transport, encode_slave_report(self.held))
 
     host, port = address.split(":")
     reactor.connectTCP(host, int(port), ClientFactory.forProtocol(Reporter))
