@@ -12,6 +12,8 @@
 #include <arpa/inet.h>
 #include <structmember.h>
 
+#include "crc32.h"
+
 /* Defined with the send path's functions, below: PyObject_SetAttr, straight into a
  * __slots__ slot; a dict's item looked for where the last one found left off. */
 static int set_attribute(PyObject *object, PyObject *name, PyObject *value);
@@ -1178,8 +1180,8 @@ static const char *const FIELD_NAMES[FIELD_COUNT] = {
     "stored_properties",
 };
 static PyObject *FIELD[FIELD_COUNT];
-/* MESSAGE_MAGIC_CODE as an int, and zlib.crc32. */
-static PyObject *MAGIC_CODE_V1, *CRC32, *EMPTY_TUPLE;
+/* MESSAGE_MAGIC_CODE as an int. */
+static PyObject *MAGIC_CODE_V1, *EMPTY_TUPLE;
 
 #define TRANSACTION_ROLLBACK_TYPE 0xC
 #define BORNHOST_V6_FLAG 0x10
@@ -1669,18 +1671,12 @@ write_record(unsigned char *p, const SharedFields *shared, int64_t size, int64_t
     memcpy(p, PyBytes_AS_STRING(properties), properties_length);
 }
 
-/* The masked CRC32 of body (zlib.crc32), or -1 with an error set. */
+/* The masked CRC32 of body, a bytes object. */
 static int64_t
 masked_crc32(PyObject *body)
 {
-    PyObject *value = PyObject_CallOneArg(CRC32, body);
-    if (value == NULL)
-        return -1;
-    unsigned long crc = PyLong_AsUnsignedLongMask(value);
-    Py_DECREF(value);
-    if (crc == (unsigned long)-1 && PyErr_Occurred())
-        return -1;
-    return crc & 0x7FFFFFFF;
+    return rmq_crc32(0, (const unsigned char *)PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body))
+        & 0x7FFFFFFF;
 }
 
 /* Set the four fields the encoding fills in. */
@@ -1802,8 +1798,7 @@ write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (size > INT32_MAX || total > INT64_MAX - begin_offset - size)
             goto other;
         total += size;
-        if ((crcs[i] = masked_crc32(bodies[i])) < 0)
-            goto decided;
+        crcs[i] = masked_crc32(bodies[i]);
     }
     if (total != expected)
         goto other;
@@ -2538,7 +2533,44 @@ send_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return made;
 }
 
+PyDoc_STRVAR(crc32_doc,
+"crc32(data, value=0, /) -> int\n\n"
+"zlib.crc32: the CRC32 of a bytes-like object, continuing from value, folded with the\n"
+"CPU's carry-less multiply where it has one (crc32_folds()).");
+
+static PyObject *
+crc32(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 1 || nargs == 2, "crc32 takes data and an optional value") < 0)
+        return NULL;
+    uint32_t value = 0;
+    if (nargs == 2) {
+        unsigned long given = PyLong_AsUnsignedLongMask(args[1]);
+        if (given == (unsigned long)-1 && PyErr_Occurred())
+            return NULL;
+        value = (uint32_t)given;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    value = rmq_crc32(value, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(value);
+}
+
+PyDoc_STRVAR(crc32_folds_doc,
+"crc32_folds() -> bool\n\n"
+"Whether crc32 folds with PCLMULQDQ on this CPU (else it goes a byte a step).");
+
+static PyObject *
+crc32_folds(PyObject *module, PyObject *unused)
+{
+    return PyBool_FromLong(rmq_crc32_folds());
+}
+
 static PyMethodDef methods[] = {
+    {"crc32", (PyCFunction)(void (*)(void))crc32, METH_FASTCALL, crc32_doc},
+    {"crc32_folds", crc32_folds, METH_NOARGS, crc32_folds_doc},
     {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
      string_to_properties_doc},
     {"properties_utf8", (PyCFunction)properties_utf8, METH_O, properties_utf8_doc},
@@ -2606,9 +2638,7 @@ PyInit__speedups(void)
             if ((FIELD[i] = PyUnicode_InternFromString(FIELD_NAMES[i])) == NULL)
                 return NULL;
         }
-        PyObject *zlib = PyImport_ImportModule("zlib");
-        CRC32 = zlib == NULL ? NULL : PyObject_GetAttrString(zlib, "crc32");
-        Py_XDECREF(zlib);
+        rmq_crc32_init();
         for (int i = 0; i < COMMAND_ATTR_COUNT; i++) {
             if ((COMMAND_ATTR[i] = PyUnicode_InternFromString(COMMAND_ATTR_NAMES[i])) == NULL)
                 return NULL;
@@ -2626,7 +2656,7 @@ PyInit__speedups(void)
             return NULL;
         MAGIC_CODE_V1 = PyLong_FromLong(MESSAGE_MAGIC_CODE);
         EMPTY_TUPLE = PyTuple_New(0);
-        if (CRC32 == NULL || MAGIC_CODE_V1 == NULL || EMPTY_TUPLE == NULL || send_init() < 0)
+        if (MAGIC_CODE_V1 == NULL || EMPTY_TUPLE == NULL || send_init() < 0)
             return NULL;
     }
     return PyModuleDef_Init(&module);
