@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import OtherLoad, exit_on_sigterm  # noqa: E402
 from loadclient import PULL_BATCH, PULL_SYS_FLAG  # noqa: E402
-from sendpath import (QUEUES, TOPIC, _frame, check, count_instructions, counted,  # noqa: E402
+from sendpath import (QUEUES, TOPIC, _frame, check, count_instructions,  # noqa: E402
                       request_frames, run, temporary_broker)
 from rmqproto.codec import headers as h  # noqa: E402
 from rmqproto.codec.codes import RequestCode, ResponseCode  # noqa: E402
@@ -75,7 +75,7 @@ def main(argv=None):
     with temporary_broker("pullpath-") as controller:
         sends = request_frames(args.messages // SEND_BATCH, args.body_size, SEND_BATCH)
         check(sends, run(sends, controller)[1])
-        runner = partial(counted, run) if args.counted else run
+        runner = partial(run, counted=args.counted)
         frames = pull_frames(args.messages)
         check_pulls(frames, run(frames, controller)[1])  # warm-up
         with OtherLoad() as other:

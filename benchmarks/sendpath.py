@@ -175,22 +175,36 @@ def request_frames(count, body_size, batch):
     return frames
 
 
-def run(frames, controller):
+def timed(loop, counted=False):
+    """Call ``loop()``; the CPU seconds it took. With ``counted`` it is called from C's
+    ``functools.reduce``, so that callgrind started with ``--toggle-collect=functools_reduce``
+    counts the loop and nothing around it."""
+    started = time.process_time()
+    if counted:
+        functools.reduce(lambda _, __: loop(), [None], None)
+    else:
+        loop()
+    return time.process_time() - started
+
+
+def run(frames, controller, counted=False):
     """Decode and dispatch every frame as ``RemotingProtocol`` does; ``(CPU seconds, answers)``."""
     dispatch = controller.dispatcher.dispatch
     context = RequestContext(None, "127.0.0.1:50000")
     answers = []
     keep = answers.append
     turn = controller.reactor.turn
-    started = time.process_time()
-    for frame in frames:
-        answer = dispatch(decode_frame(frame), context)
-        if isinstance(answer, defer.Deferred):
-            answer.addCallback(keep)
-        else:
-            keep(answer)
-        turn()
-    return time.process_time() - started, answers
+
+    def loop():
+        for frame in frames:
+            answer = dispatch(decode_frame(frame), context)
+            if isinstance(answer, defer.Deferred):
+                answer.addCallback(keep)
+            else:
+                keep(answer)
+            turn()
+
+    return timed(loop, counted), answers
 
 
 class _Transport:
@@ -205,7 +219,7 @@ class _Transport:
         return IPv4Address("TCP", "127.0.0.1", 50000)
 
 
-def run_protocol(frames, controller, per_read):
+def run_protocol(frames, controller, per_read, counted=False):
     """Feed ``frames`` to a ``RemotingProtocol`` ``per_read`` at a time; ``(CPU seconds,
     answers)``."""
     from rmqproto.codec.frame import FrameDecoder
@@ -216,11 +230,13 @@ def run_protocol(frames, controller, per_read):
              for i in range(0, len(frames), per_read)]
     received = protocol.dataReceived
     turn = controller.reactor.turn
-    started = time.process_time()
-    for data in reads:
-        received(data)
-        turn()
-    seconds = time.process_time() - started
+
+    def loop():
+        for data in reads:
+            received(data)
+            turn()
+
+    seconds = timed(loop, counted)
     decoder = FrameDecoder()
     answers = [len(f).to_bytes(4, "big") + f for f in decoder.feed(b"".join(protocol.transport.written))]
     return seconds, answers
@@ -251,14 +267,9 @@ def stage_table(stats, per_send_us):
     return "\n".join(rows)
 
 
-#: What callgrind collects: only inside this C function, through which the timed sends run.
+#: What callgrind collects: only inside this C function, through which :func:`timed` runs
+#: the timed sends when counted.
 _COUNTED = "functools_reduce"
-
-
-def counted(runner, frames, controller):
-    """``runner(frames, controller)`` called from C's ``functools.reduce``, so that callgrind
-    started with ``--toggle-collect=functools_reduce`` counts the sends and nothing else."""
-    return functools.reduce(lambda _, __: runner(frames, controller), [None], None)
 
 
 def count_instructions(argv, sends, script=__file__):
@@ -305,7 +316,7 @@ def main(argv=None):
         check(warmup, runner(warmup, controller)[1])
         frames = request_frames(args.messages, args.body_size, args.batch)
         if args.counted:
-            runner = partial(counted, runner)
+            runner = partial(runner, counted=True)
         with OtherLoad() as other:
             seconds, answers = runner(frames, controller)
         check(frames, answers)
