@@ -7,6 +7,10 @@
 - **file**: sequential writes of ``total`` bytes into a new file in ``directory``, once with
   ``write`` and once through ``mmap`` (what a commit log does), each timed into the page
   cache and then until ``fsync`` / ``msync`` returns (on the disk);
+- **page reuse**: ``total`` bytes through ``mmap`` into a new file twice, first with the
+  pages the kernel hands out (on a virtual machine often guest memory not touched since
+  boot, whose first touch faults in the host too), then into another new file right after
+  the first is deleted (the pages it freed come back); into the page cache, no sync;
 - **remoting floor**: what a request costs a Twisted server before any broker work. A
   server process (pinned to CPU 0, where the brokers go) runs either Twisted with our
   ``FrameDecoder`` only (``twisted``: frames split, each answered with one fixed frame) or
@@ -30,7 +34,7 @@ import time
 
 from harness import process_cpu_seconds
 
-__all__ = ["loopback_mb_s", "file_write_mb_s", "remoting_floor", "MB"]
+__all__ = ["loopback_mb_s", "file_write_mb_s", "mmap_reuse_mb_s", "remoting_floor", "MB"]
 
 MB = 1024 * 1024
 FILE_CHUNK = MB
@@ -138,6 +142,24 @@ def file_write_mb_s(directory, total):
             os.unlink(path)
         figures[name] = (total / MB / cached, total / MB / synced)
     return figures
+
+
+def mmap_reuse_mb_s(directory, total):
+    """``(as given, reused)`` in MB/s: ``total`` bytes through ``mmap`` into a new file under
+    ``directory``, then into another right after the first is deleted."""
+    first = tempfile.mkstemp(prefix="limits-", dir=directory)
+    second = tempfile.mkstemp(prefix="limits-", dir=directory)
+    for fd, _ in (first, second):
+        os.close(fd)
+    try:
+        given = _timed_mmap(first[1], total)[0]
+        os.unlink(first[1])
+        reused = _timed_mmap(second[1], total)[0]
+    finally:
+        for _, path in (first, second):
+            if os.path.exists(path):
+                os.unlink(path)
+    return total / MB / given, total / MB / reused
 
 
 #: What the remoting floor's server answers (``RemotingFactory`` or frame splitting only).
@@ -261,6 +283,9 @@ def main(argv=None):
     for name, (cached, synced) in file_write_mb_s(args.directory, total).items():
         print("file %s: %.0f MB/s into the page cache, %.0f MB/s until on disk"
               % (name, cached, synced))
+    given, reused = mmap_reuse_mb_s(args.directory, total)
+    print("file mmap into the page cache: %.0f MB/s with the pages handed out, %.0f MB/s with "
+          "the pages an earlier file just freed" % (given, reused))
     for kind in FLOOR_SERVERS:
         for inflight in (1, 8, 32):
             rps, cpu_us, server, client = remoting_floor(kind, inflight, pinned,
