@@ -313,42 +313,11 @@ topic_text(TopicCache *cache, const unsigned char *p, Py_ssize_t n)
     return Py_NewRef(cache->text);
 }
 
-/* Whether the body's masked CRC32, computed by crc(memoryview), is expected. */
-static int
-body_crc_matches(PyObject *crc, const unsigned char *body, Py_ssize_t n, int32_t expected)
-{
-    PyObject *view = PyMemoryView_FromMemory((char *)body, n, PyBUF_READ);
-    if (view == NULL)
-        return -1;
-    PyObject *value = PyObject_CallOneArg(crc, view);
-    /* the memory is the caller's buffer: nothing may read it through the view later */
-    PyObject *type, *error, *traceback;
-    PyErr_Fetch(&type, &error, &traceback);
-    PyObject *released = PyObject_CallMethod(view, "release", NULL);
-    Py_DECREF(view);
-    if (released == NULL) {
-        Py_XDECREF(value);
-        Py_XDECREF(type);
-        Py_XDECREF(error);
-        Py_XDECREF(traceback);
-        return -1;
-    }
-    Py_DECREF(released);
-    PyErr_Restore(type, error, traceback);
-    if (value == NULL)
-        return -1;
-    long actual = PyLong_AsLong(value);
-    Py_DECREF(value);
-    if (actual == -1 && PyErr_Occurred())
-        return -1;
-    return actual == expected;
-}
-
 /* The dispatch-fields tuple of the usual record at buffer[pos:pos + total]; NULL with no
  * error set when the record is not a usual one. */
 static PyObject *
 usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos,
-                    PyObject *crc, TopicCache *topics, int *failed)
+                    int check_crc, TopicCache *topics, int *failed)
 {
     const unsigned char *r = buffer + pos;
     int64_t total = read_int(r);
@@ -367,14 +336,9 @@ usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos
             || buffer[properties_pos - 2] != (properties_length >> 8)
             || buffer[properties_pos - 1] != (properties_length & 0xFF))
         return NULL;
-    int32_t body_crc = read_int(r + 8);
-    if (crc != Py_None) {
-        int matches = body_crc_matches(crc, r + FIXED_V1, body_length, body_crc);
-        if (matches <= 0) {
-            *failed = matches < 0;
-            return NULL;
-        }
-    }
+    if (check_crc && (int64_t)(rmq_crc32(0, r + FIXED_V1, (size_t)body_length) & 0x7FFFFFFF)
+            != read_int(r + 8))
+        return NULL;
     PyObject *text = decode_text(buffer + properties_pos, properties_length);
     PyObject *properties = text == NULL ? NULL : properties_of_text(text);
     Py_XDECREF(text);
@@ -399,19 +363,18 @@ usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos
 }
 
 PyDoc_STRVAR(take_usual_records_doc,
-"take_usual_records(buffer, position, stop_at, max_count, crc, out) -> position\n\n"
+"take_usual_records(buffer, position, stop_at, max_count, check_crc, out) -> position\n\n"
 "Append to the list out the decode_dispatch_fields tuple of each record from position\n"
 "on while the records are usual ones (version-1 magic code, IPv4 hosts, every check of\n"
-"the record layout passing; with crc, a callable giving the masked CRC32 of a buffer,\n"
-"the body's CRC too), position is below stop_at and out holds fewer than max_count\n"
-"tuples; return the position after the last record appended.  The record found there\n"
+"the record layout passing; with check_crc true, the body's masked CRC32 too), position\n"
+"is below stop_at and out holds fewer than max_count tuples; return the position after the last record appended.  The record found there\n"
 "(or the end) is left for the caller to decide.");
 
 static PyObject *
 take_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     if (arguments_ok(nargs == 6 && PyList_Check(args[5]), "take_usual_records takes buffer, "
-                     "position, stop_at, max_count, crc and a list") < 0)
+                     "position, stop_at, max_count, check_crc and a list") < 0)
         return NULL;
     Py_ssize_t pos, stop_at, max_count;
     if ((pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred())
@@ -420,7 +383,10 @@ take_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if ((max_count = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred())
         return NULL;
-    PyObject *crc = args[4], *out = args[5];
+    int check_crc = PyObject_IsTrue(args[4]);
+    if (check_crc < 0)
+        return NULL;
+    PyObject *out = args[5];
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -430,7 +396,7 @@ take_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int failed = 0;
     while (pos >= 0 && pos < stop_at && size - pos >= FIXED_V1
            && PyList_GET_SIZE(out) < max_count) {
-        PyObject *fields = usual_record_fields(buffer, size, pos, crc, &topics, &failed);
+        PyObject *fields = usual_record_fields(buffer, size, pos, check_crc, &topics, &failed);
         if (fields == NULL)
             break;
         failed = PyList_Append(out, fields);

@@ -719,11 +719,11 @@ class DispatchScan(RecordScan):
         fields = []
         stop_at = sys.maxsize if limit is None else limit
         take_usual = speedups.take_usual_records if speedups is not None else None
-        crc = masked_crc32 if self.check_crc else None
+        check_crc = self.check_crc
         pos = self.position
         while len(fields) < max_count and pos < stop_at and self.stop is None:
             if take_usual is not None:
-                pos = take_usual(self.buffer, pos, stop_at, max_count, crc, fields)
+                pos = take_usual(self.buffer, pos, stop_at, max_count, check_crc, fields)
                 if len(fields) >= max_count or pos >= stop_at:
                     break
             self.position = pos

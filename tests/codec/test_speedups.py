@@ -272,21 +272,21 @@ def test_take_usual_records_stops_at_any_other_record():
     data, offsets = _segment_of(blobs)
     for stop_index, start_index in ((2, 0), (2, 1), (4, 3), (7, 5)):
         out = []
-        end = speedups.take_usual_records(data, offsets[start_index], len(data), 100, None, out)
+        end = speedups.take_usual_records(data, offsets[start_index], len(data), 100, False, out)
         assert end == offsets[stop_index]
         assert _ordered(out) == _ordered(_dispatch_fields(data, offsets[start_index:stop_index]))
-    assert speedups.take_usual_records(data, offsets[2], len(data), 100, None, []) == offsets[2]
+    assert speedups.take_usual_records(data, offsets[2], len(data), 100, False, []) == offsets[2]
 
 
 def test_take_usual_records_counts_what_the_list_holds_and_stops_at_stop_at():
     data, offsets = _segment_of([_usual(i) for i in range(6)])
     out = ["earlier", "earlier"]
-    assert speedups.take_usual_records(data, 0, len(data), 4, None, out) == offsets[2]
+    assert speedups.take_usual_records(data, 0, len(data), 4, False, out) == offsets[2]
     assert out[2:] == _dispatch_fields(data, offsets[:2])
-    assert speedups.take_usual_records(data, 0, len(data), 2, None, out) == 0
+    assert speedups.take_usual_records(data, 0, len(data), 2, False, out) == 0
     for stop_at, read in ((offsets[3], 3), (offsets[3] + 1, 4), (1, 1), (0, 0)):
         out = []
-        assert speedups.take_usual_records(data, 0, stop_at, 100, None, out) == (
+        assert speedups.take_usual_records(data, 0, stop_at, 100, False, out) == (
             offsets[read] if read < len(offsets) else len(data))
         assert out == _dispatch_fields(data, offsets[:read])
 
@@ -295,17 +295,17 @@ def test_take_usual_records_checks_the_body_crc_only_with_crc():
     bad = m.encode_record(m.MessageRecord("T", b"body", body_crc=masked_crc32(b"body") ^ 1))
     data, offsets = _segment_of([_usual(0), bad, _usual(1)])
     out = []
-    assert speedups.take_usual_records(data, 0, len(data), 100, masked_crc32, out) == offsets[1]
-    assert speedups.take_usual_records(data, 0, len(data), 100, None, []) == len(data)
+    assert speedups.take_usual_records(data, 0, len(data), 100, True, out) == offsets[1]
+    assert speedups.take_usual_records(data, 0, len(data), 100, False, []) == len(data)
     assert out == _dispatch_fields(data, offsets[:1])
 
 
 def test_take_usual_records_rejects_lengths_beyond_their_fields():
     for data in (_raw_record(200, b"t" * 200, b"TAGS\x01a"), _raw_record(1, b"t", b"p" * 40000)):
-        assert speedups.take_usual_records(data, 0, len(data), 100, None, []) == 0
+        assert speedups.take_usual_records(data, 0, len(data), 100, False, []) == 0
     edge = _raw_record(127, b"t" * 127, b"p\x01" + b"q" * 32765)
     out = []
-    assert speedups.take_usual_records(edge, 0, len(edge), 100, None, out) == len(edge)
+    assert speedups.take_usual_records(edge, 0, len(edge), 100, False, out) == len(edge)
     assert out == [m.decode_dispatch_fields(edge)]
 
 
@@ -321,7 +321,7 @@ def test_take_usual_records_reads_any_buffer(wrap):
     data, offsets = _segment_of([_usual(i) for i in range(3)] + [m.encode_blank(50)])
     buffer = wrap(data)
     out = []
-    assert speedups.take_usual_records(buffer, 0, len(data), 100, masked_crc32, out) == offsets[3]
+    assert speedups.take_usual_records(buffer, 0, len(data), 100, True, out) == offsets[3]
     assert out == _dispatch_fields(data, offsets[:3])
     scan = m.iter_dispatch_fields(buffer, 0, True)
     assert scan.take(100) == out and (scan.stop, scan.position) == ("blank", offsets[3])
@@ -336,7 +336,7 @@ _HUGE = 1 << 70
 def test_take_usual_records_out_of_range_positions(position, stop_at):
     data = _usual(0) + b"\x07" * 100
     out = []
-    result = _outcome(speedups.take_usual_records, data, position, stop_at, 100, None, out)
+    result = _outcome(speedups.take_usual_records, data, position, stop_at, 100, False, out)
     if abs(position) == _HUGE or stop_at == _HUGE:
         assert result[:2] == ("raised", OverflowError) and out == []
     elif position == 0 and stop_at > 0:
@@ -347,8 +347,8 @@ def test_take_usual_records_out_of_range_positions(position, stop_at):
 
 @pytest.mark.parametrize("args", [
     (), (b"", 0, 1, 1, None), (b"", 0, 1, 1, None, [], 0), (b"", 0, 1, 1, None, ()),
-    ("text", 0, 1, 1, None, []), (None, 0, 1, 1, None, []), (b"", 0.0, 1, 1, None, []),
-    (b"", 0, "1", 1, None, []), (b"", 0, 1, None, None, [])])
+    ("text", 0, 1, 1, False, []), (None, 0, 1, 1, False, []), (b"", 0.0, 1, 1, False, []),
+    (b"", 0, "1", 1, False, []), (b"", 0, 1, None, False, [])])
 def test_take_usual_records_rejects_bad_arguments(args):
     with pytest.raises(TypeError):
         speedups.take_usual_records(*args)
@@ -358,37 +358,19 @@ class _Broken(Exception):
     pass
 
 
-@pytest.mark.parametrize("crc, error", [
-    (lambda body: (_ for _ in ()).throw(_Broken()), _Broken),
-    (lambda body: "crc", TypeError),
-    (lambda body: 1 << 80, OverflowError),
-    (lambda: 0, TypeError)])
-def test_take_usual_records_passes_on_what_crc_raises(crc, error):
+class _Undecided:
+    """A ``check_crc`` whose truth cannot be told."""
+
+    def __bool__(self):
+        raise _Broken()
+
+
+def test_take_usual_records_passes_on_what_check_crc_raises():
     data = _usual(0) + _usual(1)
     out = ["earlier"]
-    with pytest.raises(error):
-        speedups.take_usual_records(data, 0, len(data), 100, crc, out)
-    assert out == ["earlier"]
-
-
-def _crc_failing_at(call):
-    """A crc callable that raises at its ``call``-th call."""
-    calls = iter(range(1, call + 1))
-
-    def crc(body):
-        if next(calls, call) == call:
-            raise _Broken()
-        return masked_crc32(body)
-
-    return crc
-
-
-def test_take_usual_records_keeps_what_it_took_before_crc_raised():
-    data, offsets = _segment_of([_usual(0), _usual(1)])
-    out = []
     with pytest.raises(_Broken):
-        speedups.take_usual_records(data, 0, len(data), 100, _crc_failing_at(2), out)
-    assert out == _dispatch_fields(data, offsets[:1])
+        speedups.take_usual_records(data, 0, len(data), 100, _Undecided(), out)
+    assert out == ["earlier"]
 
 
 # ---------------------------------------------------------------- DispatchScan.take, C and Python
@@ -704,9 +686,9 @@ def _take_call(i):
     props = b"TAGS\x01t%d\x02U\x01\xff%d" % (i, i)
     data = b"".join(m.encode_record(m.MessageRecord("T%d" % (i % 3), b"b%d" % i, queue_offset=i),
                                     props) for _ in range(3))
-    speedups.take_usual_records(data, 0, len(data), 100, masked_crc32, [])
-    _outcome(speedups.take_usual_records, data, 0, len(data), 100, _crc_failing_at(2), [])
-    _outcome(speedups.take_usual_records, data, -1, _HUGE, 100, None, [])
+    speedups.take_usual_records(data, 0, len(data), 100, True, [])
+    _outcome(speedups.take_usual_records, data, 0, len(data), 100, _Undecided(), [])
+    _outcome(speedups.take_usual_records, data, -1, _HUGE, 100, False, [])
 
 
 _INDEX_BUFFER = bytearray(ix.index_file_size(_SLOTS, _INDEXES))
@@ -758,8 +740,8 @@ def test_properties_utf8_keeps_no_reference():
 def test_take_usual_records_keeps_no_reference():
     data = _usual(0) + _usual(1, "Other")
     out = []
-    counts = sys.getrefcount(data), sys.getrefcount(masked_crc32), sys.getrefcount(out)
+    counts = sys.getrefcount(data), sys.getrefcount(out)
     for _ in range(200):
-        speedups.take_usual_records(data, 0, len(data), 100, masked_crc32, out)
+        speedups.take_usual_records(data, 0, len(data), 100, True, out)
         out.clear()
-    assert (sys.getrefcount(data), sys.getrefcount(masked_crc32), sys.getrefcount(out)) == counts
+    assert (sys.getrefcount(data), sys.getrefcount(out)) == counts
