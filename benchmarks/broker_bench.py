@@ -38,6 +38,7 @@ import json
 import os
 import pstats
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -344,7 +345,9 @@ def run_workloads(brokers, loaders, topics, workloads, loaders_, warmup, seconds
 
 
 def best_runs(started, measure, label, repeat, reruns):
-    """``{broker: figures}``: the fastest of ``repeat`` runs of each broker, taking turns.
+    """``{broker: figures}``: the fastest of ``repeat`` runs of each broker, taking turns,
+    with the median ``tps`` of the runs that count as ``median_tps`` (a JVM's rare fast or
+    slow turn moves the best of a few turns, not the median).
 
     Each turn starts with the next broker, so none always runs first (the first run after
     a quiet spell can meet a cold page cache and cold guest memory). A run during which
@@ -367,8 +370,9 @@ def best_runs(started, measure, label, repeat, reruns):
             log("%-4s %s, turn %d: %s" % (name, label, turn, _brief(figures)))
     best = {}
     for name, done in runs.items():
-        clean = [f for f in done if f["other_cores"] <= DISTURBED]
-        best[name] = max(clean or done, key=lambda f: f["tps"])
+        counted = [f for f in done if f["other_cores"] <= DISTURBED] or done
+        best[name] = dict(max(counted, key=lambda f: f["tps"]),
+                          median_tps=statistics.median(f["tps"] for f in counted))
     return best
 
 
@@ -406,10 +410,11 @@ def table(results, markdown=False, companion=None):
                 if companion:
                     row.append(_cores(figures, "companion_cpu_s"))
             row.append(ratio(ours and ours["tps"], java and java["tps"]))
+            row.append(ratio(ours and ours["median_tps"], java and java["median_tps"]))
             row.append("%.2f" % max(f["other_cores"] for f in (ours, java) if f))
             rows.append(row)
     headers = (["workload", "client"] + ["ours " + c for c in columns]
-               + ["Java " + c for c in columns] + ["ours/Java", "other load"])
+               + ["Java " + c for c in columns] + ["ours/Java", "medians ours/Java", "other load"])
     return format_table(headers, rows, markdown)
 
 
