@@ -367,8 +367,9 @@ PyDoc_STRVAR(take_usual_records_doc,
 "Append to the list out the decode_dispatch_fields tuple of each record from position\n"
 "on while the records are usual ones (version-1 magic code, IPv4 hosts, every check of\n"
 "the record layout passing; with check_crc true, the body's masked CRC32 too), position\n"
-"is below stop_at and out holds fewer than max_count tuples; return the position after the last record appended.  The record found there\n"
-"(or the end) is left for the caller to decide.");
+"is below stop_at and out holds fewer than max_count tuples; return the position after\n"
+"the last record appended.  The record found there (or the end) is left for the caller\n"
+"to decide.");
 
 static PyObject *
 take_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
