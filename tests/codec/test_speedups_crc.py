@@ -5,6 +5,7 @@ the kinds of buffer the store passes, and the errors."""
 import mmap
 import os
 import platform
+import threading
 import zlib
 
 import pytest
@@ -85,3 +86,25 @@ def test_masked_crc32_uses_it():
     assert javalang._crc32 is speedups.crc32
     body = os.urandom(1024)
     assert javalang.masked_crc32(body) == zlib.crc32(body) & 0x7FFFFFFF
+
+
+def test_other_threads_run_during_a_long_buffer():
+    """Above 64 KiB the GIL is released, as zlib does above 5 KiB: this thread runs while
+    another computes the CRC of a mapping, and finds the mapping exported (a resize to its
+    own size is refused) until the CRC is done."""
+    size = 128 << 20
+    with mmap.mmap(-1, size) as mapped:
+        mapped.write(os.urandom(1 << 20) * 128)
+        expected = zlib.crc32(mapped)
+        results = []
+        worker = threading.Thread(target=lambda: results.append(speedups.crc32(mapped)))
+        saw_export = False
+        worker.start()
+        while worker.is_alive() and not saw_export:
+            try:
+                mapped.resize(size)  # one call: refused only while the CRC holds the buffer
+            except BufferError:
+                saw_export = True
+        worker.join()
+    assert saw_export
+    assert results == [expected]
