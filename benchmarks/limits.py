@@ -129,17 +129,22 @@ def _timed_mmap(path, total):
     return cached - started, synced - started
 
 
+def _in_new_file(directory, timed, total):
+    """``timed(path, total)`` on a new file under ``directory``, removed afterwards."""
+    fd, path = tempfile.mkstemp(prefix="limits-", dir=directory)
+    os.close(fd)
+    try:
+        return timed(path, total)
+    finally:
+        os.unlink(path)
+
+
 def file_write_mb_s(directory, total):
     """``{"write": (cached, on disk), "mmap": (cached, on disk)}`` in MB/s: ``total`` bytes
     written into a new file under ``directory`` (removed afterwards)."""
     figures = {}
     for name, timed in (("write", _timed_write), ("mmap", _timed_mmap)):
-        fd, path = tempfile.mkstemp(prefix="limits-", dir=directory)
-        os.close(fd)
-        try:
-            cached, synced = timed(path, total)
-        finally:
-            os.unlink(path)
+        cached, synced = _in_new_file(directory, timed, total)
         figures[name] = (total / MB / cached, total / MB / synced)
     return figures
 
@@ -147,18 +152,8 @@ def file_write_mb_s(directory, total):
 def mmap_reuse_mb_s(directory, total):
     """``(as given, reused)`` in MB/s: ``total`` bytes through ``mmap`` into a new file under
     ``directory``, then into another right after the first is deleted."""
-    first = tempfile.mkstemp(prefix="limits-", dir=directory)
-    second = tempfile.mkstemp(prefix="limits-", dir=directory)
-    for fd, _ in (first, second):
-        os.close(fd)
-    try:
-        given = _timed_mmap(first[1], total)[0]
-        os.unlink(first[1])
-        reused = _timed_mmap(second[1], total)[0]
-    finally:
-        for _, path in (first, second):
-            if os.path.exists(path):
-                os.unlink(path)
+    given = _in_new_file(directory, _timed_mmap, total)[0]
+    reused = _in_new_file(directory, _timed_mmap, total)[0]
     return total / MB / given, total / MB / reused
 
 

@@ -232,10 +232,10 @@ def measure(kind, transfers, inflight, windows, pinned=True):
         for _ in range(windows):
             cpu, started = process_cpu_times(pid), time.monotonic()
             master.drive(inflight, per_window)
-            done = per_window
             user, system = (b - a for a, b in zip(cpu, process_cpu_times(pid)))
-            rows.append((done / (time.monotonic() - started), (user + system) / done * 1e6,
-                         user / done * 1e6, system / done * 1e6))
+            rows.append((per_window / (time.monotonic() - started),
+                         (user + system) / per_window * 1e6, user / per_window * 1e6,
+                         system / per_window * 1e6))
     finally:
         os.sched_setaffinity(0, affinity)
         master.close()
