@@ -1168,11 +1168,120 @@ static const int ALL_FIELDS[FIELD_COUNT] = {
 static const int ZERO_FIELDS[] = {F_QUEUE_OFFSET, F_COMMIT_LOG_OFFSET, F_STORE_TIMESTAMP,
                                   F_PREPARED, F_BODY_CRC};
 
+/* ---- record fields straight from their __slots__ ----
+ * The FIELD slots of a record type (its member descriptors' offsets) are found once and
+ * used while the type's version tag says it has not changed since, as the interpreter's
+ * own attribute caches do. A field that is not a writable object slot of the type, and
+ * every type once the table is full, goes through getattr and setattr. */
+#define RECORD_TYPES 4
+typedef struct {
+    PyTypeObject *type;              /* a strong reference; NULL: a free entry */
+    unsigned int version;
+    Py_ssize_t offset[FIELD_COUNT];  /* 0: not a slot (getattr and setattr) */
+} RecordSlots;
+static RecordSlots RECORD_SLOTS[RECORD_TYPES];
+
+/* Whether type has not changed since its version tag was version. */
+static int
+version_current(PyTypeObject *type, unsigned int version)
+{
+#ifdef Py_TPFLAGS_VALID_VERSION_TAG
+    if (!PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 0;
+#endif
+    return version != 0 && type->tp_version_tag == version;
+}
+
+/* The offset of the writable object slot that descriptor (type's attribute) is, or 0. */
+static Py_ssize_t
+slot_offset(PyTypeObject *type, PyObject *descriptor)
+{
+    if (descriptor == NULL || !Py_IS_TYPE(descriptor, &PyMemberDescr_Type)
+            || !PyType_IsSubtype(type, PyDescr_TYPE(descriptor)))
+        return 0;
+    PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
+    return member->type == T_OBJECT_EX && !(member->flags & READONLY) ? member->offset : 0;
+}
+
+/* The entry record_slots found last: a batch's records share their type. */
+static RecordSlots *LAST_SLOTS;
+
+/* record_slots past the last entry found. */
+static const RecordSlots *
+find_record_slots(PyTypeObject *type)
+{
+    RecordSlots *entry = NULL;
+    for (int i = 0; i < RECORD_TYPES; i++) {
+        if (RECORD_SLOTS[i].type == type) {
+            if (version_current(type, RECORD_SLOTS[i].version))
+                return LAST_SLOTS = &RECORD_SLOTS[i];
+            entry = &RECORD_SLOTS[i];
+            break;
+        }
+        if (RECORD_SLOTS[i].type == NULL && entry == NULL)
+            entry = &RECORD_SLOTS[i];
+    }
+    if (entry == NULL || type->tp_getattro != PyObject_GenericGetAttr
+            || type->tp_setattro != PyObject_GenericSetAttr)
+        return NULL;
+    for (int f = 0; f < FIELD_COUNT; f++)  /* a lookup also gives the type its tag */
+        entry->offset[f] = slot_offset(type, _PyType_Lookup(type, FIELD[f]));
+    unsigned int version = type->tp_version_tag;
+    if (!version_current(type, version))
+        return NULL;
+    if (entry->type == NULL)
+        entry->type = (PyTypeObject *)Py_NewRef(type);
+    entry->version = version;
+    return LAST_SLOTS = entry;
+}
+
+/* The FIELD slots of type, found now unless known and current; NULL for a type whose
+ * attributes are not looked up the generic way, or when the table is full. */
+static inline const RecordSlots *
+record_slots(PyTypeObject *type)
+{
+    if (LAST_SLOTS != NULL && LAST_SLOTS->type == type
+            && version_current(type, LAST_SLOTS->version))
+        return LAST_SLOTS;
+    return find_record_slots(type);
+}
+
+/* The slot of record's field f, or NULL to go through getattr and setattr. */
+static inline PyObject **
+field_slot(PyObject *record, int f)
+{
+    const RecordSlots *slots = record_slots(Py_TYPE(record));
+    if (slots == NULL || slots->offset[f] == 0)
+        return NULL;
+    return (PyObject **)((char *)record + slots->offset[f]);
+}
+
+/* record.<field f>: a new reference, or NULL with an error set. */
+static inline PyObject *
+get_field(PyObject *record, int f)
+{
+    PyObject **slot = field_slot(record, f);
+    if (slot != NULL && *slot != NULL)
+        return Py_NewRef(*slot);
+    return PyObject_GetAttr(record, FIELD[f]);  /* AttributeError for an empty slot */
+}
+
+/* record.<field f> = value: 0, or -1 with an error set. */
+static inline int
+set_field(PyObject *record, int f, PyObject *value)
+{
+    PyObject **slot = field_slot(record, f);
+    if (slot == NULL)
+        return PyObject_SetAttr(record, FIELD[f], value);
+    Py_XSETREF(*slot, Py_NewRef(value));
+    return 0;
+}
+
 static int
 set_fields(PyObject *record, const int *fields, int count, PyObject *const *values)
 {
     for (int i = 0; i < count; i++) {
-        if (set_attribute(record, FIELD[fields[i]], values[fields[i]]) < 0)
+        if (set_field(record, fields[i], values[fields[i]]) < 0)
             return -1;
     }
     return 0;
@@ -1232,7 +1341,7 @@ batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *records = NULL;
     for (int i = 0; i < COUNT(PROTOTYPE_FIELDS); i++) {
         int f = PROTOTYPE_FIELDS[i];
-        if ((values[f] = PyObject_GetAttr(prototype, FIELD[f])) == NULL)
+        if ((values[f] = get_field(prototype, f)) == NULL)
             goto done;
     }
     for (int i = 0; i < COUNT(ZERO_FIELDS); i++) {
@@ -1301,7 +1410,7 @@ done:
 static int
 field_equals(PyObject *record, int field, PyObject *expected)
 {
-    PyObject *value = PyObject_GetAttr(record, FIELD[field]);
+    PyObject *value = get_field(record, field);
     if (value == NULL)
         return -1;
     int equal = PyObject_RichCompareBool(value, expected, Py_EQ);
@@ -1313,7 +1422,7 @@ field_equals(PyObject *record, int field, PyObject *expected)
 static int
 field_differs(PyObject *record, int field, PyObject *expected)
 {
-    PyObject *value = PyObject_GetAttr(record, FIELD[field]);
+    PyObject *value = get_field(record, field);
     if (value == NULL)
         return -1;
     PyObject *differs = PyObject_RichCompare(value, expected, Py_NE);
@@ -1330,7 +1439,7 @@ field_differs(PyObject *record, int field, PyObject *expected)
 static int64_t
 long_field(PyObject *record, int field, int *ok)
 {
-    PyObject *value = PyObject_GetAttr(record, FIELD[field]);
+    PyObject *value = get_field(record, field);
     if (value == NULL) {
         *ok = -1;
         return 0;
@@ -1384,7 +1493,7 @@ check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto failed;
         if (other_topic || other_queue || !ok || sys_flag & TRANSACTION_ROLLBACK_TYPE)
             goto refused;
-        PyObject *stored = PyObject_GetAttr(record, FIELD[F_STORED_PROPERTIES]);
+        PyObject *stored = get_field(record, F_STORED_PROPERTIES);
         if (stored == NULL) {
             if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                 goto failed;
@@ -1394,7 +1503,7 @@ check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyList_SET_ITEM(properties, i, stored);
         if (!PyBytes_Check(stored) || PyBytes_GET_SIZE(stored) > MAX_PROPERTIES_LENGTH)
             goto refused;
-        PyObject *body = PyObject_GetAttr(record, FIELD[F_BODY]);
+        PyObject *body = get_field(record, F_BODY);
         if (body == NULL)
             goto failed;
         int is_bytes = PyBytes_Check(body);
@@ -1406,8 +1515,8 @@ check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *store_size = PyLong_FromLongLong(size);
         if (store_size == NULL)
             goto failed;
-        int set = PyObject_SetAttr(record, FIELD[F_MAGIC_CODE], MAGIC_CODE_V1) < 0
-            || PyObject_SetAttr(record, FIELD[F_STORE_SIZE], store_size) < 0;
+        int set = set_field(record, F_MAGIC_CODE, MAGIC_CODE_V1) < 0
+            || set_field(record, F_STORE_SIZE, store_size) < 0;
         Py_DECREF(store_size);
         if (set)
             goto failed;
@@ -1446,12 +1555,12 @@ check_message_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int64_t sys_flag = ok ? long_field(record, F_SYS_FLAG, &ok) : 0;
     if (ok < 0)
         return NULL;
-    PyObject *properties = ok ? PyObject_GetAttr(record, FIELD[F_PROPERTIES]) : NULL;
+    PyObject *properties = ok ? get_field(record, F_PROPERTIES) : NULL;
     if (properties == NULL)
         return ok ? NULL : Py_NewRef(Py_None);
     PyObject *stored = properties_utf8(module, properties);
     Py_DECREF(properties);
-    PyObject *body = stored == NULL ? NULL : PyObject_GetAttr(record, FIELD[F_BODY]);
+    PyObject *body = stored == NULL ? NULL : get_field(record, F_BODY);
     if (body == NULL) {
         Py_XDECREF(stored);
         return NULL;
@@ -1467,8 +1576,8 @@ check_message_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *store_size = PyLong_FromLongLong(record_overhead(sys_flag, topic_length)
                                                + body_length + PyBytes_GET_SIZE(stored));
     int set = store_size == NULL
-        || PyObject_SetAttr(record, FIELD[F_MAGIC_CODE], MAGIC_CODE_V1) < 0
-        || PyObject_SetAttr(record, FIELD[F_STORE_SIZE], store_size) < 0;
+        || set_field(record, F_MAGIC_CODE, MAGIC_CODE_V1) < 0
+        || set_field(record, F_STORE_SIZE, store_size) < 0;
     PyObject *checked = set ? NULL : PyTuple_New(2);
     if (checked == NULL) {
         Py_XDECREF(store_size);
@@ -1543,7 +1652,7 @@ read_shared(PyObject *record, SharedFields *shared)
 {
     for (int i = 0; i < COUNT(SHARED_FIELDS); i++) {
         int f = SHARED_FIELDS[i];
-        if ((shared->values[f] = PyObject_GetAttr(record, FIELD[f])) == NULL)
+        if ((shared->values[f] = get_field(record, f)) == NULL)
             return -1;
     }
     if (!PyUnicode_Check(shared->values[F_TOPIC]))
@@ -1670,7 +1779,7 @@ static PyObject *
 stored_dispatch_fields(PyObject *record, const SharedFields *shared, PyObject *store_timestamp,
                        PyObject *offset, PyObject *queue_offset, int64_t size)
 {
-    PyObject *properties = PyObject_GetAttr(record, FIELD[F_PROPERTIES]);
+    PyObject *properties = get_field(record, F_PROPERTIES);
     if (properties == NULL)
         return NULL;
     PyObject *size_object = PyLong_FromLongLong(size);
@@ -1752,7 +1861,7 @@ write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         shares = i == 0 ? 1 : shares_fields(record, &shared);
         if (shares <= 0)
             goto not_shared;
-        if ((bodies[i] = PyObject_GetAttr(record, FIELD[F_BODY])) == NULL)
+        if ((bodies[i] = get_field(record, F_BODY)) == NULL)
             goto decided;
         flags[i] = long_field(record, F_FLAG, &ok);
         if (ok < 0)
@@ -2309,16 +2418,12 @@ set_attribute(PyObject *object, PyObject *name, PyObject *value)
     /* what PyObject_GenericSetAttr does for a writable object slot: its member descriptor
      * (a data descriptor, so ahead of any instance dict) sets it (PyMember_SetOne) */
     PyTypeObject *type = Py_TYPE(object);
-    PyObject *descriptor = type->tp_setattro == PyObject_GenericSetAttr
-        && PyUnicode_CheckExact(name) ? _PyType_Lookup(type, name) : NULL;
-    if (descriptor != NULL && Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
-        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) {
-            Py_XSETREF(*(PyObject **)((char *)object + member->offset), Py_NewRef(value));
-            return 0;
-        }
-    }
-    return PyObject_SetAttr(object, name, value);
+    Py_ssize_t offset = type->tp_setattro == PyObject_GenericSetAttr && PyUnicode_CheckExact(name)
+        ? slot_offset(type, _PyType_Lookup(type, name)) : 0;
+    if (offset == 0)
+        return PyObject_SetAttr(object, name, value);
+    Py_XSETREF(*(PyObject **)((char *)object + offset), Py_NewRef(value));
+    return 0;
 }
 
 /* dict[key] when key is the key of the item after *cursor (a PyDict_Next position), which

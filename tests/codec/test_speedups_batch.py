@@ -741,3 +741,71 @@ def test_write_stored_batch_keeps_no_reference():
                  store_timestamp, 0, 0)
     assert _references(buffer, records, props, store_timestamp, *records, *props) == counts
     buffer.append(0)  # no buffer export is left either
+
+
+# ---------------------------------------------------------------- fields straight from slots
+
+def _one_record_body():
+    return _batch_body([(7, b"body", b"a\x01b")])
+
+
+def test_a_record_type_changed_after_use_is_read_anew():
+    """The C functions use a record type's slot offsets only while the type is unchanged:
+    a property put on the class afterwards is what they read and set, and taking it away
+    brings the slot back."""
+    class Shadowed(m.BatchRecord):
+        __slots__ = ()
+
+    records = speedups.batch_records(_one_record_body(), b"", {}, m.MessageRecord("T"),
+                                     Shadowed)
+    measured = speedups.check_batch_records(records, "T", 0, 1)
+    seen = []
+    Shadowed.body = property(lambda self: b"x" * 100)
+    Shadowed.magic_code = property(lambda self: 0, lambda self, value: seen.append(value))
+    try:
+        assert speedups.check_batch_records(records, "T", 0, 1)[1] == measured[1] + 96
+        assert seen == [_V1]
+        assert _outcome(speedups.batch_records, _one_record_body(), b"", {},
+                        m.MessageRecord("T"), Shadowed)[:2] == ("raised", AttributeError)
+    finally:
+        del Shadowed.body, Shadowed.magic_code
+    assert speedups.check_batch_records(records, "T", 0, 1) == measured
+    assert records[0].magic_code == _V1
+
+
+def test_a_slot_of_another_class_is_not_taken_for_the_records():
+    """A class attribute that is another class's slot descriptor refuses the record, as
+    getattr and setattr do (TypeError), instead of being read at that class's offset."""
+    class Other:
+        __slots__ = tuple("s%d" % i for i in range(40))
+
+    class Foreign(m.BatchRecord):
+        __slots__ = ()
+        body = Other.__dict__["s39"]
+
+    assert _outcome(speedups.batch_records, _one_record_body(), b"", {},
+                    m.MessageRecord("T"), Foreign)[:2] == ("raised", TypeError)
+    record = object.__new__(Foreign)
+    for name in _SLOTS:
+        source = m.decode_batch_records(_one_record_body(), {}, m.MessageRecord("T"))[0]
+        if name != "body" and hasattr(source, name):
+            setattr(record, name, getattr(source, name))
+    assert _outcome(speedups.check_batch_records, [record], "T", 0, 1)[:2] == (
+        "raised", TypeError)
+
+
+def test_more_record_types_than_the_table_holds():
+    """Beyond the record types whose slots are kept (four), the others go through getattr
+    and setattr and answer the same."""
+    data = _batch_body([(i, b"body%d" % i, b"a\x01%d" % i) for i in range(3)])
+    raw, parsed = b"C\x01d", {"C": "d"}
+    expected = m.python_batch_records(data, raw, parsed, m.MessageRecord("T"))
+    checked = commitlog.check_batch(copy.deepcopy(expected), 1 << 22)[1:]
+    types = [type("Record%d" % i, (m.BatchRecord,), {"__slots__": ()}) for i in range(7)]
+    for _ in range(2):
+        for record_type in types:
+            records = speedups.batch_records(data, raw, parsed, m.MessageRecord("T"),
+                                             record_type)
+            assert {type(r) for r in records} == {record_type}
+            assert [_slots(r)[1] for r in records] == [_slots(r)[1] for r in expected]
+            assert speedups.check_batch_records(records, "T", 0, 1) == checked
