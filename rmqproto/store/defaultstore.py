@@ -21,6 +21,7 @@ from zope.interface import implementer
 from rmqproto.codec import message as msg
 from rmqproto.codec.consumequeue import CQ_STORE_UNIT_SIZE
 from rmqproto.codec.fastjson import java_double_str
+from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store import recovery
 from rmqproto.store.commitlog import (CommitLog, check_batch, check_message, consumable,
@@ -460,6 +461,8 @@ class DefaultMessageStore:
             return
         born, store = records[0].born_host, records[0].store_host
         flags = msg.host_flags(born, store)
+        if speedups is not None and speedups.fix_batch_host_flags(records, born, store, flags):
+            return  # all had those very hosts
         keep = ~_HOST_FLAGS
         for record in records:
             if record.born_host == born and record.store_host == store:

@@ -22,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 from rmqproto.codec import message as m
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
-from rmqproto.store import commitlog
+from rmqproto.store import commitlog, defaultstore
 from support.recordstrategies import HOSTS, INT32, INT64, PROPERTY_TEXT, properties
 from support.speedups import require_speedups
 from test_batch_records import _batch_body, _property_bytes
@@ -674,6 +674,15 @@ def _check_call(i):
     _outcome(speedups.check_batch_records, records, records[0].topic, 1, "2")
 
 
+def _host_flags_call(i):
+    records = _decoded(3)
+    born, store = records[0].born_host, records[0].store_host
+    speedups.fix_batch_host_flags(records, born, store, 16 * (i % 4))
+    records[2].sys_flag = 1 << 70
+    speedups.fix_batch_host_flags(records, born, store, 0)
+    _outcome(speedups.fix_batch_host_flags, records + [None], born, store, 0)
+
+
 def _encode_call(i):
     records, props = _usual_batch(3)
     buffer = bytearray(1000)
@@ -690,7 +699,8 @@ def _encode_call(i):
     _outcome(speedups.write_stored_batch, buffer, 0, total, records, props, i, 0, 0)
 
 
-@pytest.mark.parametrize("call", [_batch_records_call, _check_call, _encode_call])
+@pytest.mark.parametrize("call", [_batch_records_call, _check_call, _host_flags_call,
+                                  _encode_call])
 def test_no_memory_grows(call):
     assert _growth(call) < 16 * 1024
 
@@ -741,6 +751,61 @@ def test_write_stored_batch_keeps_no_reference():
                  store_timestamp, 0, 0)
     assert _references(buffer, records, props, store_timestamp, *records, *props) == counts
     buffer.append(0)  # no buffer export is left either
+
+
+# ---------------------------------------------------------------- the batch's host bits
+
+_SYS_FLAGS = st.one_of(INT32, st.sampled_from([0, 16, 32, 48, 0x80, True, 1 << 40, "x", None]))
+
+
+@st.composite
+def _hosted_batches(draw):
+    """A decoded batch whose records may have been given other sys flags, or host tuples
+    that are equal to the first's without being them, or other hosts."""
+    records = m.decode_batch_records(_batch_body([(0, b"b", b"")] * draw(st.integers(1, 4))),
+                                     {}, draw(_prototypes()))
+    for record in records:
+        change = draw(st.sampled_from(["none", "none", "sys_flag", "equal", "other"]))
+        if change == "sys_flag":
+            record.sys_flag = draw(_SYS_FLAGS)
+        elif change == "equal":
+            record.born_host = tuple(list(record.born_host))
+        elif change == "other":
+            record.store_host = draw(HOSTS)
+    return records
+
+
+@settings(max_examples=400, deadline=None)
+@given(_hosted_batches())
+def test_fix_batch_host_flags_with_and_without_speedups(records):
+    """The store's host bits of a batch: the same records, or the same error, either way."""
+    twin = copy.deepcopy(records)
+    fix = defaultstore.DefaultMessageStore._fix_batch_host_flags
+    ours = _outcome(fix, records)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(defaultstore, "speedups", None)
+        assert _outcome(fix, twin) == ours
+    assert _all_slots(records) == _all_slots(twin)
+
+
+@pytest.mark.parametrize("born, store, flags", [
+    (("10.0.0.1", 1), ("10.0.0.2", 2), 0), (("::1", 1), ("10.0.0.2", 2), 16),
+    (("10.0.0.1", 1), ("fe80::1", 2), 32), (("::1", 1), ("::2", 2), 48)])
+def test_fix_batch_host_flags_sets_a_decoded_batch(born, store, flags):
+    """A batch the broker decoded is done in C (True), stale bits cleared."""
+    prototype = m.MessageRecord("T", sys_flag=0x80 | 48 - flags, born_host=born,
+                                store_host=store)
+    records = m.decode_batch_records(_batch_body([(0, b"b", b"")] * 3), {}, prototype)
+    assert speedups.fix_batch_host_flags(records, born, store, flags) is True
+    assert [r.sys_flag for r in records] == [0x80 | flags] * 3
+    assert speedups.fix_batch_host_flags(records, born, store, flags) is True
+    assert speedups.fix_batch_host_flags(records, born, tuple(list(store)), flags) is False
+    assert speedups.fix_batch_host_flags(records, born, store, 64) is False
+    assert speedups.fix_batch_host_flags([], born, store, flags) is True
+    assert _outcome(speedups.fix_batch_host_flags, records, born, store, "0")[:2] == (
+        "raised", TypeError)
+    assert _outcome(speedups.fix_batch_host_flags, [None], born, store, 0)[:2] == (
+        "raised", AttributeError)
 
 
 # ---------------------------------------------------------------- fields straight from slots
