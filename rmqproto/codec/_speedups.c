@@ -313,6 +313,13 @@ topic_text(TopicCache *cache, const unsigned char *p, Py_ssize_t n)
     return Py_NewRef(cache->text);
 }
 
+/* UtilAll.crc32: the CRC32 of n bytes at p with the top bit cleared. */
+static int64_t
+masked_crc32(const unsigned char *p, Py_ssize_t n)
+{
+    return rmq_crc32(0, p, (size_t)n) & 0x7FFFFFFF;
+}
+
 /* The dispatch-fields tuple of the usual record at buffer[pos:pos + total]; NULL with no
  * error set when the record is not a usual one. */
 static PyObject *
@@ -336,8 +343,7 @@ usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos
             || buffer[properties_pos - 2] != (properties_length >> 8)
             || buffer[properties_pos - 1] != (properties_length & 0xFF))
         return NULL;
-    if (check_crc && (int64_t)(rmq_crc32(0, r + FIXED_V1, (size_t)body_length) & 0x7FFFFFFF)
-            != read_int(r + 8))
+    if (check_crc && masked_crc32(r + FIXED_V1, body_length) != read_int(r + 8))
         return NULL;
     PyObject *text = decode_text(buffer + properties_pos, properties_length);
     PyObject *properties = text == NULL ? NULL : properties_of_text(text);
@@ -1799,13 +1805,6 @@ write_record(unsigned char *p, const SharedFields *shared, int64_t size, int64_t
     memcpy(p, PyBytes_AS_STRING(properties), properties_length);
 }
 
-/* The masked CRC32 of body, a bytes object. */
-static int64_t
-masked_crc32(PyObject *body)
-{
-    return rmq_crc32(0, (const unsigned char *)PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body))
-        & 0x7FFFFFFF;
-}
 
 /* Set the four fields the encoding fills in. */
 static int
@@ -1926,7 +1925,8 @@ write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (size > INT32_MAX || total > INT64_MAX - begin_offset - size)
             goto other;
         total += size;
-        crcs[i] = masked_crc32(bodies[i]);
+        crcs[i] = masked_crc32((const unsigned char *)PyBytes_AS_STRING(bodies[i]),
+                               PyBytes_GET_SIZE(bodies[i]));
     }
     if (total != expected)
         goto other;
