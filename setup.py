@@ -13,8 +13,10 @@ setup(
     package_data={"twisted": ["plugins/*.py"]},
     # C versions of codec hot paths; without a compiler the Python ones are used
     ext_modules=[Extension("rmqproto.codec._speedups",
-                           ["rmqproto/codec/_speedups.c", "rmqproto/codec/crc32.c"],
-                           depends=["rmqproto/codec/crc32.h"], optional=True)],
+                           ["rmqproto/codec/_speedups.c", "rmqproto/codec/crc32.c",
+                            "rmqproto/codec/hareceiver.c"],
+                           depends=["rmqproto/codec/crc32.h", "rmqproto/codec/hareceiver.h"],
+                           optional=True)],
     install_requires=[
         "twisted>=23.8",
         "zope.interface>=6",

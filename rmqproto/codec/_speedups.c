@@ -13,6 +13,7 @@
 #include <structmember.h>
 
 #include "crc32.h"
+#include "hareceiver.h"
 
 /* Defined with the send path's functions, below: PyObject_SetAttr, straight into a
  * __slots__ slot; a dict's item looked for where the last one found left off. */
@@ -2750,12 +2751,19 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, hareceiver_add_type},
+    {0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "rmqproto.codec._speedups",
-    .m_doc = "C versions of codec hot paths (see each function's Python twin).",
+    .m_doc = "C versions of codec hot paths (see each function's Python twin), and an HA "
+             "slave's receive loop (HAReceiver).",
     .m_size = 0,
     .m_methods = methods,
+    .m_slots = slots,
 };
 
 PyMODINIT_FUNC
