@@ -122,6 +122,12 @@ class TransferReader:
         """True between a header and the end of its body."""
         return self._remaining is not None
 
+    def pending(self):
+        """Where the stream stands: ``(header, offset, remaining)``, the bytes of a header
+        read so far and, inside a body, the offset of its next byte and how many are to
+        come (``remaining`` 0 outside a body)."""
+        return self._header, self._offset, self._remaining or 0
+
     def feed(self, data):
         """Consume ``data``; the list of pieces it completes or advances."""
         data = bytes(data)  # the pieces are slices of it (no copy when it is bytes already)

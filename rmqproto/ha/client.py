@@ -67,6 +67,7 @@ class HAClient:
         self._reader = None
         self._retry_at = None
         self._failures = 0
+        self._receiver = False  # a receive thread reads the connection and reports
 
     # ------------------------------------------------------------ state
 
@@ -102,6 +103,7 @@ class HAClient:
         log.error("HAClient closes the connection with master {address}: {reason}",
                   address=self.master_ha_address, reason=reason)
         self._reader = None
+        self._receiver = False
         self._change_state(HAConnectionState.READY)
         self._schedule_retry(now)
         return [Close(reason)]
@@ -149,6 +151,7 @@ class HAClient:
             log.info("HAClient close connection with master {address}: {reason}",
                      address=self.master_ha_address, reason=reason)
             self._reader = None
+            self._receiver = False
             self._change_state(HAConnectionState.READY)
             self._schedule_retry(now)
         return []
@@ -190,11 +193,61 @@ class HAClient:
                                % (len(piece.data), piece.offset, slave_offset), now)
         return None
 
+    # ------------------------------------------------------------ a receive thread
+
+    def receive_point(self):
+        """Where a receive thread (:mod:`rmqproto.ha.receiver`) may take the connection
+        over now: ``(segment, header, remaining)``, the store's :meth:`replication_segment`
+        (open, not full), the bytes of a header read so far and the bytes of a body still
+        to come (which must fit the segment); None when not in TRANSFER or not there."""
+        if self.state is not HAConnectionState.TRANSFER or self._reader is None:
+            return None
+        segment = self.store.replication_segment()
+        if segment is None:
+            return None
+        header, offset, remaining = self._reader.pending()
+        end = segment.file_from_offset + segment.wrote_position
+        if remaining and (offset != end or remaining > segment.file_size - segment.wrote_position):
+            return None
+        return segment, header, remaining
+
+    def receiver_started(self):
+        """A receive thread took the stream where :meth:`receive_point` said; it reads the
+        connection, appends and reports (heartbeats too) until :meth:`receiver_ended` or
+        the connection closes."""
+        self._receiver = True
+        self._reader = TransferReader()  # the thread hands back from a header on
+
+    def receiver_progress(self, end, read_bytes, reported, reports, now):
+        """The thread wrote the commit log up to ``end``, read ``read_bytes`` and sent
+        ``reports`` reports (the last of ``reported``) since the last call."""
+        if end > self.store.get_max_phy_offset() and not self.store.appended_in_place(end):
+            return self._close("cannot take the bytes received up to %d" % end, now)
+        if read_bytes:
+            self.last_read_timestamp = now
+            self.transferred_bytes += read_bytes
+        if reports:
+            self.current_reported_offset = reported
+            self.last_write_timestamp = now
+            self._failures = 0
+        return []
+
+    def receiver_ended(self, leftover, now):
+        """The thread returned on its own; ``leftover`` (the bytes it read from a header
+        on that it does not handle) is taken as read here."""
+        self._receiver = False
+        if not leftover or self._reader is None:
+            return []
+        self.transferred_bytes -= len(leftover)  # counted by the thread already
+        return self.data_received(leftover, now)
+
     def get_timer(self):
         """When :meth:`handle_timer` is due next (seconds), or None."""
         if self.state is HAConnectionState.TRANSFER:
-            return min(self.last_write_timestamp + self.heartbeat_interval,
-                       self.last_read_timestamp + self.housekeeping_interval)
+            housekeeping = self.last_read_timestamp + self.housekeeping_interval
+            if self._receiver:
+                return housekeeping
+            return min(self.last_write_timestamp + self.heartbeat_interval, housekeeping)
         if self.state is HAConnectionState.READY and self._started and not self._connecting \
                 and self.master_ha_address is not None:
             return self._retry_at
@@ -206,7 +259,7 @@ class HAClient:
             if now >= self.last_read_timestamp + self.housekeeping_interval:
                 return self._close("housekeeping: nothing read from the master for %d ms"
                                    % ((now - self.last_read_timestamp) * 1000), now)
-            if now >= self.last_write_timestamp + self.heartbeat_interval:
+            if not self._receiver and now >= self.last_write_timestamp + self.heartbeat_interval:
                 return [self._report(now)]
             return []
         return self._maybe_connect(now)
@@ -215,6 +268,7 @@ class HAClient:
         """SHUTDOWN: close the connection, never connect again."""
         was_connected = self.connected
         self._reader = None
+        self._receiver = False
         self._change_state(HAConnectionState.SHUTDOWN)
         return [Close("shutdown")] if was_connected else []
 

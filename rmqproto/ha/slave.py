@@ -2,20 +2,25 @@
 the metadata sync.
 
 :class:`HAClientConnector` carries out the actions of the pure
-:class:`~rmqproto.ha.client.HAClient` (connect, write, close) and drives its timer;
+:class:`~rmqproto.ha.client.HAClient` (connect, write, close) and drives its timer; between
+transfers it hands the connection to a receive thread (:mod:`rmqproto.ha.receiver`) when
+the C loop is built, and takes it back when the loop ends;
 :class:`HASlaveService` feeds it the master's addresses from the broker's NameServer
 registration (or ``haMasterAddress``), runs :class:`~rmqproto.broker.slavesync.SlaveSynchronize`
 and adds the client's state to GET_BROKER_RUNTIME_INFO.
 """
+
+import os
 
 from twisted.application import service
 from twisted.internet import protocol
 from twisted.logger import Logger
 
 from rmqproto.broker.slavesync import SlaveSynchronize
+from rmqproto.ha import receiver
 from rmqproto.ha.client import Close, Connect, HAClient, Send
 from rmqproto.remoting.client import connect
-from rmqproto.remoting.sendnow import send_now
+from rmqproto.remoting.sendnow import plain_and_idle, send_now
 
 __all__ = ["HAClientProtocol", "HAClientConnector", "HASlaveService", "CONNECT_TIMEOUT",
            "READ_SIZE", "SMALL_READ_SIZE"]
@@ -78,12 +83,16 @@ class _Factory(protocol.Factory):
 
 
 class HAClientConnector:
-    """Runs ``client`` (an :class:`~rmqproto.ha.client.HAClient`) on ``reactor``."""
+    """Runs ``client`` (an :class:`~rmqproto.ha.client.HAClient`) on ``reactor``; with
+    ``receive_thread`` (the default where the C loop is built) a plain TCP connection is
+    read by a :class:`~rmqproto.ha.receiver.ReceiveThread` between transfers."""
 
-    def __init__(self, client, reactor):
+    def __init__(self, client, reactor, receive_thread=None):
         self.client = client
         self.reactor = reactor
         self.protocol = None  # the current connection
+        self.receive_thread = receiver.available() if receive_thread is None else receive_thread
+        self._receive = None  # the ReceiveThread reading self.protocol's connection
         self._attempt = None
         self._timer = None
         self._factory = _Factory(self)
@@ -99,6 +108,7 @@ class HAClientConnector:
                 if self.protocol is not None:
                     send_now(self.protocol.transport, action.data)
             elif isinstance(action, Close):
+                self._stop_receiving()
                 current, self.protocol = self.protocol, None
                 if current is not None:
                     current.transport.abortConnection()
@@ -131,18 +141,73 @@ class HAClientConnector:
         self._timer = None
         self._run(self.client.handle_timer(self._now()))
 
+    # ------------------------------------------------------------ the receive thread
+
+    def _start_receiving(self):
+        """Hand the connection to a receive thread if the client is at a point to."""
+        if self._receive is not None or not self.receive_thread or self.protocol is None:
+            return
+        transport = self.protocol.transport
+        if not plain_and_idle(transport):
+            return
+        point = self.client.receive_point()
+        if point is None:
+            return
+        segment, header, remaining = point
+        arguments = {
+            "fd": transport.fileno(), "segment": segment.mm,
+            "segment_from": segment.file_from_offset,
+            "end": segment.file_from_offset + segment.wrote_position,
+            "reported": self.client.current_reported_offset,
+            "heartbeat_ms": max(1, round(self.client.heartbeat_interval * 1000)),
+            "header": header, "body_remaining": remaining,
+        }
+        transport.stopReading()
+        self._receive = receiver.ReceiveThread(self.reactor, arguments, self._received,
+                                               self._receive_ended)
+        self.client.receiver_started()
+        self._receive.start()
+        self._arm_timer()
+
+    def _stop_receiving(self):
+        receive, self._receive = self._receive, None
+        if receive is not None:
+            receive.stop()
+
+    def _received(self, end, read_bytes, reported, reports):
+        self._run(self.client.receiver_progress(end, read_bytes, reported, reports,
+                                                self._now()))
+
+    def _receive_ended(self, outcome, leftover, error):
+        self._receive = None
+        proto = self.protocol
+        if proto is None:
+            return
+        if outcome == "failed":
+            log.warn("HA receive thread: the connection to master {address} failed: {error}",
+                     address=self.client.master_ha_address, error=os.strerror(error))
+            proto.transport.abortConnection()  # connectionLost tells the client
+            return
+        proto.transport.startReading()  # the master's close is then read as any close is
+        self._run(self.client.receiver_ended(leftover, self._now()))
+        if outcome == "handed back":
+            self._start_receiving()
+
     # ------------------------------------------------------------ from the protocol
 
     def connection_made(self, proto):
         self.protocol = proto
         self._run(self.client.connection_made(self._now()))
+        self._start_receiving()
 
     def data_received(self, proto, data):
         if proto is self.protocol:
             self._run(self.client.data_received(data, self._now()))
+            self._start_receiving()
 
     def connection_lost(self, proto, reason):
         if proto is self.protocol:
+            self._stop_receiving()
             self.protocol = None
             self._run(self.client.connection_lost(reason.getErrorMessage(), self._now()))
 
@@ -157,6 +222,7 @@ class HAClientConnector:
     def shutdown(self):
         if self._attempt is not None:
             self._attempt.cancel()
+        self._stop_receiving()
         self._run(self.client.shutdown())
         if self._timer is not None and self._timer.active():
             self._timer.cancel()

@@ -10,14 +10,20 @@ so ordering, flow control and error handling stay Twisted's).
 
 from twisted.internet import tcp
 
-__all__ = ["send_now"]
+__all__ = ["send_now", "plain_and_idle"]
+
+
+def plain_and_idle(transport):
+    """Whether ``transport`` is an open plain TCP connection with nothing queued to write:
+    its socket may be written to directly without reordering anything."""
+    return (isinstance(transport, tcp.Connection) and not transport.TLS and transport.connected
+            and not transport.disconnecting and not transport.dataBuffer
+            and not transport._tempDataBuffer and not transport._writeDisconnected)
 
 
 def send_now(transport, data):
     """Write ``data`` to ``transport``, sending it now when the transport has nothing queued."""
-    if (isinstance(transport, tcp.Connection) and not transport.TLS and transport.connected
-            and not transport.disconnecting and not transport.dataBuffer
-            and not transport._tempDataBuffer and not transport._writeDisconnected):
+    if plain_and_idle(transport):
         sent = transport.writeSomeData(data)
         if isinstance(sent, Exception):  # the reactor's write will report the loss
             sent = 0

@@ -280,6 +280,24 @@ class CommitLog:
             view = view[n:]
         return True
 
+    def last_segment(self):
+        """The segment being written (replicated bytes go there next), or None."""
+        files = self.queue.files
+        return files[-1] if files else None
+
+    def extend_to(self, end):
+        """Bytes up to ``end`` were written into the last segment's mapping in place (by an
+        HA receive thread): move its write position there. False when ``end`` is behind it
+        or outside the segment."""
+        last = self.last_segment()
+        if last is None:
+            return False
+        position = end - last.file_from_offset
+        if not last.wrote_position <= position <= last.file_size:
+            return False
+        last.wrote_position = position
+        return True
+
     # -- reading
 
     def get_message(self, offset, size):

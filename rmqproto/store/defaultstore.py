@@ -577,6 +577,23 @@ class DefaultMessageStore:
         self._schedule_reput()
         return True
 
+    def replication_segment(self):
+        """The commit-log segment the next replicated bytes go into when it is open and not
+        full (an HA receive thread may write into its mapping, then call
+        :meth:`appended_in_place`); else None."""
+        segment = None if self.is_shutdown else self.commit_log.last_segment()
+        return None if segment is None or segment.is_full else segment
+
+    def appended_in_place(self, end):
+        """Replicated bytes up to ``end`` were written into :meth:`replication_segment`'s
+        mapping: take them as :meth:`append_to_commit_log` takes its bytes."""
+        if self.is_shutdown or not self.commit_log.extend_to(end):
+            log.error("replicated bytes written in place up to {end} do not extend the commit "
+                      "log (max offset {offset})", end=end, offset=self.get_max_phy_offset())
+            return False
+        self._schedule_reput()
+        return True
+
     def _schedule_reput(self):
         if self._reput_call is None:
             self._reput_call = self.reactor.callLater(0, self._reput_slice)

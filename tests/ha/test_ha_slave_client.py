@@ -3,6 +3,8 @@ by hand with ``now`` values and an in-memory commit log: states, reports, append
 exactly the advertised offset for any split of the stream, offset mismatches, the
 re-seed recovery, reconnect backoff and housekeeping."""
 
+from collections import namedtuple
+
 import pytest
 
 from rmqproto.codec.ha import HAConnectionState as S, encode_slave_report, encode_transfer
@@ -13,6 +15,7 @@ FILE_SIZE = 1024
 CONFIG = dict(mappedFileSizeCommitLog=FILE_SIZE, haSendHeartbeatInterval=5000,
               haHousekeepingInterval=20_000)
 MASTER = "10.0.0.2:10912"
+Segment = namedtuple("Segment", "file_from_offset wrote_position file_size")
 
 
 class MemoryLog:
@@ -41,6 +44,20 @@ class MemoryLog:
     def reset_commit_log(self, offset):
         self.resets.append(offset)
         self.base, self.data = offset, bytearray()
+        return True
+
+    def replication_segment(self):
+        """The open segment (None when the log is empty)."""
+        end = self.get_max_phy_offset()
+        if not end:
+            return None
+        return Segment(end - end % FILE_SIZE, end % FILE_SIZE, FILE_SIZE)
+
+    def appended_in_place(self, end):
+        """A receive thread wrote up to ``end``: the bytes are taken as ``w``s."""
+        if end < self.get_max_phy_offset():
+            return False
+        self.data += b"w" * (end - self.get_max_phy_offset())
         return True
 
 
@@ -274,3 +291,87 @@ def test_runtime_info():
     assert info["haClientMaxOffset"] == "42"
     assert info["haClientLastReadTimestamp"] == "101500"
     assert info["haClientLastWriteTimestamp"] == "100000"
+
+
+# ---------------------------------------------------------------- a receive thread
+
+
+def test_a_receive_thread_takes_the_stream_where_it_stands():
+    assert transferring(MemoryLog()).receive_point() is None  # no segment yet
+    store = MemoryLog(data=b"z" * 10)
+    assert connected(store).receive_point() is None  # not connected
+    client = transferring(store)
+    segment = Segment(0, 10, FILE_SIZE)
+    assert client.receive_point() == (segment, b"", 0)
+    stream = encode_transfer(10, b"abc") + encode_transfer(13, b"d" * (FILE_SIZE - 13))
+    client.data_received(stream[:5], 101.0)
+    assert client.receive_point() == (segment, stream[:5], 0)  # half a header
+    client.data_received(stream[5:13], 101.0)
+    assert client.receive_point() == (Segment(0, 11, FILE_SIZE), b"", 2)  # half a body
+    client.data_received(stream[13:15 + 12], 101.0)
+    assert client.receive_point() == (Segment(0, 13, FILE_SIZE), b"", FILE_SIZE - 13)
+    store.data += b"!"  # the store is not where the body goes on
+    assert client.receive_point() is None
+    client.receiver_started()
+    assert client.receive_point() == (Segment(0, 14, FILE_SIZE), b"", 0)  # the thread's now
+
+
+def test_a_body_beyond_the_segment_stays_here():
+    store = MemoryLog(data=b"z" * 10)
+    client = transferring(store)
+    client.data_received(encode_transfer(10, b"e" * FILE_SIZE)[:20], 101.0)
+    assert client.receive_point() is None
+
+
+def test_the_threads_progress_moves_the_log_the_counters_and_the_reports():
+    store = MemoryLog(data=b"z" * 10)
+    client = transferring(store, now=100.0)
+    client.receiver_started()
+    assert client.receiver_progress(30, 44, 30, 2, 101.0) == []
+    assert store.get_max_phy_offset() == 30
+    assert (client.transferred_bytes, client.last_read_timestamp) == (44, 101.0)
+    assert (client.current_reported_offset, client.last_write_timestamp) == (30, 101.0)
+    assert client.receiver_progress(30, 0, 30, 1, 106.0) == []  # its heartbeat
+    assert client.last_write_timestamp == 106.0 and client.last_read_timestamp == 101.0
+    assert client.receiver_progress(29, 0, 30, 0, 107.0) == []  # nothing new
+    assert store.get_max_phy_offset() == 30
+
+
+def test_the_thread_sends_the_heartbeats_and_housekeeping_stays_here():
+    client = transferring(MemoryLog(data=b"z" * 10), now=100.0)
+    client.receiver_started()
+    assert client.get_timer() == 120.0  # no heartbeat due from here
+    assert client.handle_timer(105.0) == []
+    client.receiver_progress(10, 12, 10, 0, 110.0)  # an empty transfer read
+    assert client.get_timer() == 130.0
+    assert isinstance(client.handle_timer(130.0)[0], Close)
+    assert client.state is S.READY
+    client.connection_made(131.0)
+    assert client.get_timer() == 136.0  # reports are the client's own again
+
+
+def test_bytes_handed_back_are_taken_as_read_here():
+    store = MemoryLog(data=b"z" * 10)
+    client = transferring(store)
+    client.receiver_started()
+    client.receiver_progress(12, 24, 12, 1, 101.0)
+    handed = encode_transfer(12, b"xy")
+    assert client.receiver_ended(handed, 102.0) == [report(14)]
+    assert client.transferred_bytes == 24  # counted once, by the thread
+    assert client.get_timer() == min(102.0 + 5, 102.0 + 20)
+    assert client.receiver_ended(b"", 103.0) == []
+
+
+def test_a_mismatch_handed_back_closes():
+    client = transferring(MemoryLog(data=b"z" * 10))
+    client.receiver_started()
+    actions = client.receiver_ended(encode_transfer(11, b"x"), 101.0)
+    assert isinstance(actions[0], Close) and client.state is S.READY
+
+
+def test_progress_the_store_refuses_closes():
+    store = MemoryLog(data=b"z" * 10)
+    client = transferring(store)
+    client.receiver_started()
+    store.appended_in_place = lambda end: False
+    assert isinstance(client.receiver_progress(20, 10, 10, 0, 101.0)[0], Close)

@@ -219,3 +219,27 @@ def test_replicated_bytes_are_flushed_by_the_periodic_rounds_only(pair):
     assert len(jobs) == 1 and slave.commit_log.queue.flushed_where == SEGMENT
     slave.reactor.advance(slave.config["flushCommitLogThoroughInterval"] / 1000)
     assert slave.commit_log.queue.flushed_where == end
+
+
+def test_bytes_written_in_place_by_a_receive_thread_are_taken_and_dispatched(pair):
+    master, slave = pair
+    fill(master, 40)
+    first = master.get_commit_log_data(0, 1000)
+    assert slave.replication_segment() is None  # no segment yet
+    assert slave.append_to_commit_log(0, first)
+    segment = slave.replication_segment()
+    assert (segment.file_from_offset, segment.wrote_position) == (0, len(first))
+    end = master.get_max_phy_offset()
+    segment.mm[len(first):end] = master.get_commit_log_data(len(first), end)  # as the thread
+    assert slave.get_max_phy_offset() == len(first)  # not taken yet
+    assert slave.appended_in_place(end)
+    slave.reactor.advance(0)
+    assert slave.get_max_phy_offset() == end and slave.dispatch_behind_bytes() == 0
+    assert slave.get_max_offset_in_queue("HATopic", 0) == master.get_max_offset_in_queue("HATopic", 0)
+    assert not slave.appended_in_place(end - 1)  # behind
+    assert not slave.appended_in_place(SEGMENT + 1)  # beyond the segment
+    assert slave.get_max_phy_offset() == end
+    assert slave.appended_in_place(SEGMENT)  # full
+    assert slave.replication_segment() is None
+    slave.shutdown()
+    assert slave.replication_segment() is None and not slave.appended_in_place(SEGMENT)

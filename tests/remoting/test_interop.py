@@ -23,7 +23,8 @@ from rmqproto.remoting import RemotingClient, RequestDispatcher
 from rmqproto.codec.codes import ResponseCode as R
 from support.interop import JAVA_FLAGS
 
-from conftest import peer_dispatcher, run_reactor, serve
+from conftest import peer_dispatcher, serve
+from support.realreactor import run_reactor
 
 pytestmark = pytest.mark.java
 

@@ -13,7 +13,8 @@ from rmqproto.remoting import (
     RemotingClient, RemotingConnectionError, RemotingTimeoutError, RequestDispatcher)
 from rmqproto.codec.codes import ResponseCode as R
 
-from conftest import peer_dispatcher, run_reactor, serve
+from conftest import peer_dispatcher, serve
+from support.realreactor import run_reactor
 
 
 def server_dispatcher(reactor):
