@@ -78,6 +78,14 @@ class Slave:
         return self.factory.connections[-1]
 
     @defer.inlineCallbacks
+    def replicating(self, size):
+        """Connected, with a first transfer of ``size`` zeros at 0 reported: the master."""
+        master = yield self.connect()
+        master.transport.write(encode_transfer(0, b"\0" * size))
+        yield until(self.reactor, lambda: master.reports[-1] == size)
+        return master
+
+    @defer.inlineCallbacks
     def stop(self):
         self.connector.shutdown()
         assert not any(t.name == "HAReceive" for t in threading.enumerate())
@@ -85,6 +93,21 @@ class Slave:
         if getattr(self, "_patch", None):
             setattr(*self._patch)
         yield self.port.stopListening()
+
+
+def with_slave(tmp_path, receive_thread, steps, **options):
+    """Run ``steps(reactor, slave)`` (a generator of Deferreds) against a fresh
+    :class:`Slave` on a real reactor, and stop the slave after it, also on failure."""
+
+    @defer.inlineCallbacks
+    def scenario(reactor):
+        slave = Slave(reactor, tmp_path, receive_thread, **options)
+        try:
+            yield defer.inlineCallbacks(steps)(reactor, slave)
+        finally:
+            yield slave.stop()
+
+    run_reactor(scenario, timeout=30)
 
 
 @defer.inlineCallbacks
@@ -123,82 +146,57 @@ def test_any_split_across_segments_gives_the_same_log_and_reports(tmp_path, rece
     rng = random.Random(7)
     end = 2 * SEGMENT + 12_345
 
-    @defer.inlineCallbacks
-    def scenario(reactor):
-        slave = Slave(reactor, tmp_path, receive_thread)
-        try:
-            master = yield slave.connect()
-            assert master.reports == [0]
-            yield send_split(reactor, master, transfers(0, end, rng), rng)
-            yield until(reactor, lambda: master.reports[-1] == end)
-            assert slave.store.get_max_phy_offset() == end
-            assert master.reports == sorted(master.reports)
-            assert [m.file_from_offset for m in slave.store.commit_log.queue.files] == [
-                0, SEGMENT, 2 * SEGMENT]
-            if receive_thread:  # one after the first append, one a segment start at least
-                assert slave.threads >= 3
-            info = slave.client.runtime_info()
-            assert info["haClientMaxOffset"] == info["haClientReportedOffset"] == str(end)
-            assert int(info["haClientTransferredBytes"]) > end
-        finally:
-            yield slave.stop()
+    def steps(reactor, slave):
+        master = yield slave.connect()
+        assert master.reports == [0]
+        yield send_split(reactor, master, transfers(0, end, rng), rng)
+        yield until(reactor, lambda: master.reports[-1] == end)
+        assert slave.store.get_max_phy_offset() == end
+        assert master.reports == sorted(master.reports)
+        assert [m.file_from_offset for m in slave.store.commit_log.queue.files] == [
+            0, SEGMENT, 2 * SEGMENT]
+        if receive_thread:  # one after the first append, one a segment start at least
+            assert slave.threads >= 3
+        info = slave.client.runtime_info()
+        assert info["haClientMaxOffset"] == info["haClientReportedOffset"] == str(end)
+        assert int(info["haClientTransferredBytes"]) > end
 
-    run_reactor(scenario, timeout=30)
+    with_slave(tmp_path, receive_thread, steps)
 
 
 @pytest.mark.parametrize("receive_thread", MODES)
 def test_a_mismatch_closes_and_the_slave_comes_back_at_its_end(tmp_path, receive_thread):
-    @defer.inlineCallbacks
-    def scenario(reactor):
-        slave = Slave(reactor, tmp_path, receive_thread)
-        try:
-            master = yield slave.connect()
-            master.transport.write(encode_transfer(0, b"\0" * 1000))
-            yield until(reactor, lambda: master.reports[-1] == 1000)
-            master.transport.write(encode_transfer(1000, b"\0" * 10)
-                                   + encode_transfer(999, b"\0" * 10))
-            yield until(reactor, lambda: master.closed)
-            assert slave.store.get_max_phy_offset() == 1010
-            yield until(reactor, lambda: len(slave.factory.connections) == 2
-                        and slave.factory.connections[1].reports)
-            assert slave.factory.connections[1].reports == [1010]
-        finally:
-            yield slave.stop()
+    def steps(reactor, slave):
+        master = yield slave.replicating(1000)
+        master.transport.write(encode_transfer(1000, b"\0" * 10)
+                               + encode_transfer(999, b"\0" * 10))
+        yield until(reactor, lambda: master.closed)
+        assert slave.store.get_max_phy_offset() == 1010
+        yield until(reactor, lambda: len(slave.factory.connections) == 2
+                    and slave.factory.connections[1].reports)
+        assert slave.factory.connections[1].reports == [1010]
 
-    run_reactor(scenario, timeout=30)
+    with_slave(tmp_path, receive_thread, steps)
 
 
 @pytest.mark.parametrize("receive_thread", MODES)
 def test_heartbeats_while_the_master_sends_nothing(tmp_path, receive_thread):
-    @defer.inlineCallbacks
-    def scenario(reactor):
-        slave = Slave(reactor, tmp_path, receive_thread, heartbeat_ms=50)
-        try:
-            master = yield slave.connect()
-            master.transport.write(encode_transfer(0, b"\0" * 100))
-            yield until(reactor, lambda: len(master.reports) >= 5)
-            assert set(master.reports[1:]) == {100}
-            assert not master.closed
-        finally:
-            yield slave.stop()
+    def steps(reactor, slave):
+        master = yield slave.replicating(100)
+        yield until(reactor, lambda: len(master.reports) >= 5)
+        assert set(master.reports[1:]) == {100}
+        assert not master.closed
 
-    run_reactor(scenario, timeout=30)
+    with_slave(tmp_path, receive_thread, steps, heartbeat_ms=50)
 
 
 def test_the_master_closing_is_seen_and_retried(tmp_path):
-    @defer.inlineCallbacks
-    def scenario(reactor):
-        slave = Slave(reactor, tmp_path, True)
-        try:
-            master = yield slave.connect()
-            master.transport.write(encode_transfer(0, b"\0" * 100))
-            yield until(reactor, lambda: master.reports[-1] == 100)
-            master.transport.loseConnection()
-            yield until(reactor, lambda: len(slave.factory.connections) == 2
-                        and slave.factory.connections[1].reports)
-            assert slave.factory.connections[1].reports == [100]
-            assert slave.threads == 2
-        finally:
-            yield slave.stop()
+    def steps(reactor, slave):
+        master = yield slave.replicating(100)
+        master.transport.loseConnection()
+        yield until(reactor, lambda: len(slave.factory.connections) == 2
+                    and slave.factory.connections[1].reports)
+        assert slave.factory.connections[1].reports == [100]
+        assert slave.threads == 2
 
-    run_reactor(scenario, timeout=30)
+    with_slave(tmp_path, True, steps)
