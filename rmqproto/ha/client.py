@@ -162,6 +162,10 @@ class HAClient:
             return []
         self.last_read_timestamp = now
         self.transferred_bytes += len(data)
+        return self._take(data, now)
+
+    def _take(self, data, now):
+        """Append the transfers in ``data`` (read and counted); report growth."""
         try:
             pieces = self._reader.feed(data)
         except CodecError as exc:
@@ -238,8 +242,7 @@ class HAClient:
         self._receiver = False
         if not leftover or self._reader is None:
             return []
-        self.transferred_bytes -= len(leftover)  # counted by the thread already
-        return self.data_received(leftover, now)
+        return self._take(leftover, now)  # read and counted by the thread
 
     def get_timer(self):
         """When :meth:`handle_timer` is due next (seconds), or None."""
