@@ -23,6 +23,7 @@ from zope.interface import implementer
 from rmqproto.codec.ha import TRANSFER_HEADER, SlaveReportReader
 from rmqproto.ha.replicas import ReplicaTable, ReportKind
 from rmqproto.ha.transfer import GroupTransferWaits
+from rmqproto.remoting.protocol import gathered_writes
 from rmqproto.remoting.sendnow import send_now
 from rmqproto.store.results import PutMessageStatus
 
@@ -315,8 +316,11 @@ class HAMasterService(service.Service):
         return waiter
 
     def _answer_acks(self):
-        for waiter in self.waits.acked(self.table.push2slave_max_offset):
-            waiter.callback(PutMessageStatus.PUT_OK)
+        acked = self.waits.acked(self.table.push2slave_max_offset)
+        if acked:
+            with gathered_writes():  # one ack often answers several sends of one connection
+                for waiter in acked:
+                    waiter.callback(PutMessageStatus.PUT_OK)
 
     def _arm_deadline(self):
         deadline = self.waits.next_deadline()

@@ -12,9 +12,11 @@ rest; what follows in that read is gathered and sent in one go at its end. A pee
 many requests in flight so costs two sends per read instead of one per request (on
 loopback a send costs as much as handling a small request), without the two sides
 falling into lockstep. Anything written later (an answer after a flush or replica wait, a
-request of our own) is sent as soon as it is made. A peer whose bytes do not decode loses
-its connection, with one log line saying why, after the answers to its frames before the
-bad one are sent.
+request of our own) is sent as soon as it is made, unless made within
+:class:`gathered_writes` (a replica's ack answering several waiting sends), where each
+connection's writes are treated as those of one read. A peer whose bytes do not decode
+loses its connection, with one log line saying why, after the answers to its frames before
+the bad one are sent.
 """
 
 import itertools
@@ -32,7 +34,8 @@ from rmqproto.remoting.dispatch import RequestContext
 from rmqproto.remoting.errors import RemotingConnectionError, RemotingTimeoutError
 from rmqproto.remoting.sendnow import send_now
 
-__all__ = ["RemotingProtocol", "DEFAULT_TIMEOUT", "next_opaque", "format_address"]
+__all__ = ["RemotingProtocol", "DEFAULT_TIMEOUT", "next_opaque", "format_address",
+           "gathered_writes"]
 
 #: Seconds an outgoing request waits for its response unless told otherwise.
 DEFAULT_TIMEOUT = 3.0
@@ -40,6 +43,31 @@ DEFAULT_TIMEOUT = 3.0
 log = Logger()
 
 _opaques = itertools.count()
+
+#: While :class:`gathered_writes` runs: the protocols that gather because of it.
+_gathering = None
+
+
+class gathered_writes:
+    """Within: each connection sends its first write at once and gathers the rest, sent in one
+    go on leaving, as it does with the writes of one read. For code that answers many
+    requests at once outside a read of their connections. Nested, the outer one sends."""
+
+    __slots__ = ("_outer",)
+
+    def __enter__(self):
+        global _gathering
+        self._outer = _gathering is not None
+        if not self._outer:
+            _gathering = []
+
+    def __exit__(self, *exc_info):
+        global _gathering
+        if not self._outer:
+            gathering, _gathering = _gathering, None
+            for protocol in gathering:
+                protocol._send_gathered()
+        return False
 
 
 def next_opaque():
@@ -207,6 +235,9 @@ class RemotingProtocol(Protocol):
         if self._open:
             if self._gathered is None:  # else the read being handled sets last_activity
                 self.last_activity = self.reactor.seconds()
+                if _gathering is not None:
+                    _gathering.append(self)
+                    self._gathered = []
             if self._gathered:  # a later write of the read being handled
                 self._gathered.append(frame)
             else:

@@ -315,6 +315,35 @@ def test_an_ack_reaching_the_offset_answers_put_ok():
     assert second == [PutMessageStatus.PUT_OK]
 
 
+def test_the_answers_one_ack_releases_leave_their_connection_in_two_sends():
+    """The first at once, the rest together (``gathered_writes``), as the answers of a read."""
+    from rmqproto.codec.frame import FrameDecoder, RemotingCommand, decode_frame, encode_frame
+    from rmqproto.remoting import RequestDispatcher
+    from rmqproto.remoting.protocol import RemotingProtocol
+
+    class Recording(StringTransport):
+        def write(self, data):
+            self.writes.append(data)
+            super().write(data)
+
+    ha, reactor, store = make_service()
+    slave = Slave(ha)
+    slave.report(0)
+    store.append(data(400))
+    dispatcher = RequestDispatcher()
+    dispatcher.register(10, lambda req, context: ha.wait_for_replica(int(req.body)).addCallback(
+        lambda status: req.response(0, remark=status.name)))
+    client, transport = RemotingProtocol(dispatcher, reactor), Recording()
+    transport.writes = []
+    client.makeConnection(transport)
+    client.dataReceived(b"".join(encode_frame(RemotingCommand(10, opaque=n, body=b"%d" % (n * 100)))
+                                 for n in (1, 2, 3, 4)))
+    slave.report(300)
+    assert len(transport.writes) == 2
+    answers = [decode_frame(f) for f in FrameDecoder().feed(transport.value())]
+    assert [(a.opaque, a.remark) for a in answers] == [(n, "PUT_OK") for n in (1, 2, 3)]
+
+
 def test_the_deadline_answers_flush_slave_timeout_after_slaveTimeout():
     ha, reactor, store = make_service(slaveTimeout=3000)
     slave = Slave(ha)

@@ -71,6 +71,42 @@ def test_answers_made_after_the_read_go_out_at_once():
     assert len(wire.transport.writes) == 4
 
 
+def test_answers_made_together_within_gathered_writes_go_out_in_two_sends_a_connection():
+    from rmqproto.remoting.protocol import gathered_writes
+    wires = [Wire(), Wire()]
+    waiting = []
+    for wire in wires:
+        wire.dispatcher.register(7, lambda req, context: waiting.append((req, Deferred()))
+                                 or waiting[-1][1])
+        wire.receive(*(request(7, opaque=n) for n in range(4)))
+    with gathered_writes():
+        with gathered_writes():  # nested: the outer one sends
+            for req, deferred in waiting[:3]:
+                deferred.callback(req.response(R.SUCCESS))
+        assert len(wires[0].transport.writes) == 1  # the first, at once; the rest wait
+        for req, deferred in waiting[3:5]:
+            deferred.callback(req.response(R.SUCCESS))
+    assert [len(w.transport.writes) for w in wires] == [2, 1]
+    assert [[a.opaque for a in w.sent()] for w in wires] == [[0, 1, 2, 3], [0]]
+    waiting[5][1].callback(waiting[5][0].response(R.SUCCESS))  # after it: at once again
+    assert len(wires[1].transport.writes) == 2
+    assert [a.opaque for a in wires[1].sent()] == [1]
+
+
+def test_a_connection_closed_within_gathered_writes_sends_nothing_more():
+    from rmqproto.remoting.protocol import gathered_writes
+    wire = Wire()
+    waiting = []
+    wire.dispatcher.register(7, lambda req, context: waiting.append((req, Deferred()))
+                             or waiting[-1][1])
+    wire.receive(request(7, opaque=1), request(7, opaque=2))
+    with gathered_writes():
+        for req, deferred in waiting:
+            deferred.callback(req.response(R.SUCCESS))
+        wire.protocol.close()
+    assert [a.opaque for a in wire.sent()] == [1]
+
+
 def test_frames_split_across_reads():
     wire = Wire()
     wire.dispatcher.register(7, echo)
