@@ -140,7 +140,8 @@ class RemotingProtocol(Protocol):
     def dataReceived(self, data):
         if not self._open:
             return
-        self._gathered = []
+        if self._gathered is None:  # else gathering already (gathered_writes): keep it
+            self._gathered = []
         try:
             frames, error = self._decoder.take(data)
             for frame in frames:

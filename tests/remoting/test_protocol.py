@@ -341,3 +341,20 @@ def test_connections_turn_nagle_off_as_java_does():
     RemotingProtocol(RequestDispatcher(), Clock()).makeConnection(transport)
     assert transport.no_delay is True
     RemotingProtocol(RequestDispatcher(), Clock()).makeConnection(StringTransport())  # no TCP: fine
+
+
+def test_a_read_handled_within_gathered_writes_keeps_what_was_gathered():
+    """A read delivered while the connection gathers (an in-memory transport can do that)
+    sends what was gathered before it, in order, with its own answers."""
+    from rmqproto.remoting.protocol import gathered_writes
+    wire = Wire()
+    wire.dispatcher.register(8, echo)
+    waiting = []
+    wire.dispatcher.register(7, lambda req, context: waiting.append((req, Deferred()))
+                             or waiting[-1][1])
+    wire.receive(request(7, opaque=1), request(7, opaque=2))
+    with gathered_writes():
+        for req, deferred in waiting:
+            deferred.callback(req.response(R.SUCCESS))
+        wire.receive(request(8, opaque=3))
+    assert [a.opaque for a in wire.sent()] == [1, 2, 3]
