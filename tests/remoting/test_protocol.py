@@ -11,6 +11,7 @@ from twisted.python.failure import Failure
 from rmqproto.codec.frame import (
     FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_ROCKETMQ, RemotingCommand, encode_frame)
 from rmqproto.remoting import RemotingConnectionError, RemotingTimeoutError
+from rmqproto.remoting.protocol import gathered_writes
 from rmqproto.codec.codes import ResponseCode as R
 
 from conftest import RecordingTransport, Wire, request
@@ -24,6 +25,18 @@ def results_of(deferred):
     box = []
     deferred.addBoth(box.append)
     return box
+
+
+def answer_later(wire, waiting):
+    """Code 7 is answered by a Deferred, kept with its request in ``waiting``."""
+    wire.dispatcher.register(7, lambda req, context: waiting.append((req, Deferred()))
+                             or waiting[-1][1])
+
+
+def answer(waiting):
+    """Fire the Deferreds of ``waiting`` with SUCCESS answers, in order."""
+    for req, deferred in waiting:
+        deferred.callback(req.response(R.SUCCESS))
 
 
 def lose(wire):
@@ -72,37 +85,30 @@ def test_answers_made_after_the_read_go_out_at_once():
 
 
 def test_answers_made_together_within_gathered_writes_go_out_in_two_sends_a_connection():
-    from rmqproto.remoting.protocol import gathered_writes
     wires = [Wire(), Wire()]
     waiting = []
     for wire in wires:
-        wire.dispatcher.register(7, lambda req, context: waiting.append((req, Deferred()))
-                                 or waiting[-1][1])
+        answer_later(wire, waiting)
         wire.receive(*(request(7, opaque=n) for n in range(4)))
     with gathered_writes():
         with gathered_writes():  # nested: the outer one sends
-            for req, deferred in waiting[:3]:
-                deferred.callback(req.response(R.SUCCESS))
+            answer(waiting[:3])
         assert len(wires[0].transport.writes) == 1  # the first, at once; the rest wait
-        for req, deferred in waiting[3:5]:
-            deferred.callback(req.response(R.SUCCESS))
+        answer(waiting[3:5])
     assert [len(w.transport.writes) for w in wires] == [2, 1]
     assert [[a.opaque for a in w.sent()] for w in wires] == [[0, 1, 2, 3], [0]]
-    waiting[5][1].callback(waiting[5][0].response(R.SUCCESS))  # after it: at once again
+    answer(waiting[5:6])  # after it: at once again
     assert len(wires[1].transport.writes) == 2
     assert [a.opaque for a in wires[1].sent()] == [1]
 
 
 def test_a_connection_closed_within_gathered_writes_sends_nothing_more():
-    from rmqproto.remoting.protocol import gathered_writes
     wire = Wire()
     waiting = []
-    wire.dispatcher.register(7, lambda req, context: waiting.append((req, Deferred()))
-                             or waiting[-1][1])
+    answer_later(wire, waiting)
     wire.receive(request(7, opaque=1), request(7, opaque=2))
     with gathered_writes():
-        for req, deferred in waiting:
-            deferred.callback(req.response(R.SUCCESS))
+        answer(waiting)
         wire.protocol.close()
     assert [a.opaque for a in wire.sent()] == [1]
 
@@ -346,15 +352,12 @@ def test_connections_turn_nagle_off_as_java_does():
 def test_a_read_handled_within_gathered_writes_keeps_what_was_gathered():
     """A read delivered while the connection gathers (an in-memory transport can do that)
     sends what was gathered before it, in order, with its own answers."""
-    from rmqproto.remoting.protocol import gathered_writes
     wire = Wire()
     wire.dispatcher.register(8, echo)
     waiting = []
-    wire.dispatcher.register(7, lambda req, context: waiting.append((req, Deferred()))
-                             or waiting[-1][1])
+    answer_later(wire, waiting)
     wire.receive(request(7, opaque=1), request(7, opaque=2))
     with gathered_writes():
-        for req, deferred in waiting:
-            deferred.callback(req.response(R.SUCCESS))
+        answer(waiting)
         wire.receive(request(8, opaque=3))
     assert [a.opaque for a in wire.sent()] == [1, 2, 3]
