@@ -392,6 +392,10 @@ def main(argv=None):
                         help="64 MB catch-ups, SYNC sends with the Java client only, short runs")
     parser.add_argument("--megabytes", type=int, help="commit log each catch-up replicates "
                         "(default 512, 64 with --quick; at most 1000)")
+    parser.add_argument("--seconds", type=float,
+                        help="measuring time per SYNC send run (default 3, 1.5 with --quick)")
+    parser.add_argument("--warmup", type=float,
+                        help="warm-up time per SYNC send run (default 5, 0.5 with --quick)")
     parser.add_argument("--repeat", type=int, default=1, help="undisturbed runs of each measure")
     parser.add_argument("--reruns", type=int,
                         help="times a disturbed run may be run again (default: 2 × --repeat, "
@@ -409,6 +413,8 @@ def main(argv=None):
     megabytes = args.megabytes or settings["megabytes"]
     if not 0 < megabytes <= 1000:
         parser.error("--megabytes must be in 1..1000 (the data must fit one 1 GiB segment)")
+    warmup = args.warmup if args.warmup is not None else settings["warmup"]
+    seconds = args.seconds if args.seconds is not None else settings["seconds"]
     reruns = args.reruns if args.reruns is not None else (0 if args.quick else 2 * args.repeat)
     pinned = not args.no_pin and len(os.sched_getaffinity(0)) >= 2
     started = time.monotonic()
@@ -427,8 +433,8 @@ def main(argv=None):
                                             reruns, slave_profile)
         workloads = [w for w in WORKLOADS if w.name in settings["workloads"]]
         results["sends"] = sync_send_runs(workdir / "sync", pinned, workloads,
-                                          settings["clients"], settings["warmup"],
-                                          settings["seconds"], args.repeat, reruns)
+                                          settings["clients"], warmup, seconds,
+                                          args.repeat, reruns)
         info = machine()
         print(report(results, info, pinned, markdown=False))
         if args.markdown:
@@ -436,7 +442,8 @@ def main(argv=None):
         if args.json:
             raw = dict(results, catch_up={_label(*k): v for k, v in results["catch_up"].items()})
             args.json.write_text(json.dumps(dict(machine=info, pinned=pinned, mode=mode,
-                                                 megabytes=megabytes, results=raw), indent=2)
+                                                 megabytes=megabytes, warmup=warmup,
+                                                 seconds=seconds, results=raw), indent=2)
                                  + "\n")
         if args.profile:
             print(hapath.report(hapath.measure(settings["path_megabytes"], BODY_SIZE, True)))
