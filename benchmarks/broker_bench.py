@@ -313,8 +313,12 @@ def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, p
             if any(w.mode == "consume" and set(w.clients) & set(loaders_) for w in workloads):
                 log("writing a backlog of %d messages to each broker" % backlog)
                 brokers.prefill(topics, backlog)
-            results = run_workloads(brokers, loaders, topics, workloads, loaders_, warmup,
+            # the backlog is read first: long send runs write enough for the brokers'
+            # disk-usage retention to delete the files it lies in
+            in_order = sorted(workloads, key=lambda w: w.mode != "consume")
+            results = run_workloads(brokers, loaders, topics, in_order, loaders_, warmup,
                                     seconds, repeat, reruns, pinned, backlog)
+            results = {w.name: results[w.name] for w in workloads if w.name in results}
         finally:
             brokers.stop()
     finally:
