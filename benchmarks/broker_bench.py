@@ -302,6 +302,12 @@ class Loaders:
         return [sys.executable, str(HERE / script), self.namesrv_addr, *map(str, args)]
 
 
+def backlog_first(workloads):
+    """``workloads`` in the order they run: the consumes first, since long send runs write
+    enough for the brokers' disk-usage retention to delete the backlog's files."""
+    return sorted(workloads, key=lambda w: w.mode != "consume")
+
+
 def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, profile=None):
     """``{workload: {loader: {broker: figures}}}``."""
     workdir = Path(tempfile.mkdtemp(prefix="broker-bench-"))
@@ -313,11 +319,8 @@ def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, p
             if any(w.mode == "consume" and set(w.clients) & set(loaders_) for w in workloads):
                 log("writing a backlog of %d messages to each broker" % backlog)
                 brokers.prefill(topics, backlog)
-            # the backlog is read first: long send runs write enough for the brokers'
-            # disk-usage retention to delete the files it lies in
-            in_order = sorted(workloads, key=lambda w: w.mode != "consume")
-            results = run_workloads(brokers, loaders, topics, in_order, loaders_, warmup,
-                                    seconds, repeat, reruns, pinned, backlog)
+            results = run_workloads(brokers, loaders, topics, backlog_first(workloads),
+                                    loaders_, warmup, seconds, repeat, reruns, pinned, backlog)
             results = {w.name: results[w.name] for w in workloads if w.name in results}
         finally:
             brokers.stop()
