@@ -76,7 +76,7 @@ SYNC_SETTINGS = dict(BROKER_SETTINGS, brokerRole="SYNC_MASTER")
 PAIRS = [("ours", "ours"), ("java", "java"), ("java", "ours"), ("ours", "java")]
 
 MODES = {
-    "full": dict(megabytes=512, limit_megabytes=1024, path_megabytes=64, warmup=5.0, seconds=3.0,
+    "full": dict(megabytes=512, limit_megabytes=1024, path_megabytes=64, warmup=5.0, seconds=10.0,
                  workloads=("send 1 KiB, 1 thread", "send 1 KiB, 8 threads",
                             "batch 32 × 1 KiB, 8 threads"), clients=("java", "python")),
     "quick": dict(megabytes=64, limit_megabytes=256, path_megabytes=16, warmup=0.5, seconds=1.5,
@@ -393,7 +393,7 @@ def main(argv=None):
     parser.add_argument("--megabytes", type=int, help="commit log each catch-up replicates "
                         "(default 512, 64 with --quick; at most 1000)")
     parser.add_argument("--seconds", type=float,
-                        help="measuring time per SYNC send run (default 3, 1.5 with --quick)")
+                        help="measuring time per SYNC send run (default 10, 1.5 with --quick)")
     parser.add_argument("--warmup", type=float,
                         help="warm-up time per SYNC send run (default 5, 0.5 with --quick)")
     parser.add_argument("--repeat", type=int, default=1, help="undisturbed runs of each measure")
