@@ -111,6 +111,7 @@ class TurnClock(Clock):
         for call in due:
             call.called = 1
             call.func(*call.args, **call.kw)
+        due.clear()  # each call's cancel is this list's remove: a cycle the reactor does not make
 
 
 def make_broker(root):
