@@ -38,6 +38,7 @@ from functools import partial
 from pathlib import Path
 
 from twisted.internet import defer
+from twisted.internet.address import IPv4Address
 from twisted.internet.base import DelayedCall
 from twisted.internet.task import Clock
 
@@ -50,6 +51,7 @@ from rmqproto.broker.controller import BrokerController  # noqa: E402
 from rmqproto.codec import headers as h  # noqa: E402
 from rmqproto.codec.codes import RequestCode, ResponseCode  # noqa: E402
 from rmqproto.codec.frame import decode_frame, encode_frame  # noqa: E402
+from rmqproto.codec.ha import TRANSFER_HEADER, encode_slave_report  # noqa: E402
 from rmqproto.remoting import RequestContext  # noqa: E402
 from rmqproto.store.defaultstore import DefaultMessageStore  # noqa: E402
 
@@ -105,6 +107,10 @@ class TurnClock(Clock):
         self._due.append(call)
         return call
 
+    def listenTCP(self, port, factory, backlog=50, interface=""):
+        """A port that takes no connections (the HA service's, with :class:`ScriptedSlave`)."""
+        return _NoPort(port)
+
     def turn(self):
         """Run the calls for now, as the reactor's ``runUntilCurrent`` after a read."""
         due, self._due = self._due, []
@@ -114,14 +120,15 @@ class TurnClock(Clock):
         due.clear()  # each call's cancel is this list's remove: a cycle the reactor does not make
 
 
-def make_broker(root):
-    """A started controller with a real store under ``root``, on a fake clock."""
+def make_broker(root, **settings):
+    """A started controller with a real store under ``root``, on a fake clock; ``settings``
+    add to or override the benchmark's broker properties."""
     clock = TurnClock()
     clock.advance(time.time())
     values, unknown = SETTINGS.resolve(dict(
         brokerName="broker-bench", brokerIP1="127.0.0.1", brokerIP2="127.0.0.1",
         namesrvAddr="", storePathRootDir=str(root), flushDiskType="ASYNC_FLUSH",
-        mappedFileSizeCommitLog=1024 * 1024 * 1024))
+        mappedFileSizeCommitLog=1024 * 1024 * 1024, **settings))
     assert not unknown
     values = apply_startup_rules(values)
     # the broker runs fsyncs in a thread; here they are left out (the job never finishes)
@@ -137,13 +144,66 @@ def make_broker(root):
     return controller
 
 
+class _NoPort:
+    """The listening port :class:`TurnClock` gives: no socket, nothing to accept."""
+
+    def __init__(self, port):
+        self.port = port
+
+    def getHost(self):
+        return IPv4Address("TCP", "127.0.0.1", self.port)
+
+    def stopListening(self):
+        return None
+
+
+class _LastWrite:
+    """An HA connection's transport that keeps only its last write (a whole transfer: the
+    master writes each with its header)."""
+
+    def __init__(self):
+        self.last = None
+
+    def write(self, data):
+        self.last = data
+
+    def getPeer(self):
+        return IPv4Address("TCP", "127.0.0.1", 50001)
+
+    def registerProducer(self, producer, streaming):
+        pass
+
+
+class ScriptedSlave:
+    """The one slave of a SYNC_MASTER ``controller``, without a socket: an HA connection of
+    the master's started :class:`HAMasterService` that reports 0 first, then, at each
+    :meth:`ack`, the end of the last transfer it was sent (what our slave reports once it
+    appended it)."""
+
+    def __init__(self, controller):
+        from rmqproto.ha.master import HAMasterService
+        self.ha = HAMasterService(controller)
+        self.ha.startService()
+        self.connection = self.ha.factory.buildProtocol(None)
+        self.transport = _LastWrite()
+        self.connection.makeConnection(self.transport)
+        self.connection.dataReceived(encode_slave_report(0))
+
+    def ack(self):
+        last = self.transport.last
+        if last is not None:
+            header = TRANSFER_HEADER.unpack(last)
+            self.transport.last = None
+            self.connection.dataReceived(encode_slave_report(header.offset + header.body_size))
+
+
 @contextlib.contextmanager
-def temporary_broker(prefix):
+def temporary_broker(prefix, **settings):
     """A broker of :func:`make_broker` under a new temporary directory (``prefix``), shut down
     and removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        controller = make_broker(root / "store")
+        controller = make_broker(root / "store", **settings)
         yield controller
         controller.store.shutdown()
     finally:
@@ -216,13 +276,13 @@ class _Transport:
         self.write = self.written.append
 
     def getPeer(self):
-        from twisted.internet.address import IPv4Address
         return IPv4Address("TCP", "127.0.0.1", 50000)
 
 
-def run_protocol(frames, controller, per_read, counted=False):
+def run_protocol(frames, controller, per_read, counted=False, slave=None):
     """Feed ``frames`` to a ``RemotingProtocol`` ``per_read`` at a time; ``(CPU seconds,
-    answers)``."""
+    answers)``. With a :class:`ScriptedSlave`, each read's turn is followed by the slave's
+    ack of what the turn transferred, and by the turn that ack's answers make."""
     from rmqproto.codec.frame import FrameDecoder
     from rmqproto.remoting.protocol import RemotingProtocol
     protocol = RemotingProtocol(controller.dispatcher, controller.reactor)
@@ -237,7 +297,15 @@ def run_protocol(frames, controller, per_read, counted=False):
             received(data)
             turn()
 
-    seconds = timed(loop, counted)
+    def loop_with_slave():
+        ack = slave.ack
+        for data in reads:
+            received(data)
+            turn()
+            ack()
+            turn()
+
+    seconds = timed(loop if slave is None else loop_with_slave, counted)
     decoder = FrameDecoder()
     answers = [len(f).to_bytes(4, "big") + f for f in decoder.feed(b"".join(protocol.transport.written))]
     return seconds, answers
@@ -299,6 +367,9 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=1, help="messages a send (> 1: batch)")
     parser.add_argument("--per-read", type=int, default=0,
                         help="> 0: through RemotingProtocol, this many frames a dataReceived")
+    parser.add_argument("--sync-master", action="store_true",
+                        help="a SYNC_MASTER with a scripted slave that acks each read's "
+                             "transfer (needs --per-read)")
     parser.add_argument("--profile", action="store_true",
                         help="then run as many sends again under cProfile (CPU-time clock)")
     parser.add_argument("--instructions", action="store_true",
@@ -310,9 +381,14 @@ def main(argv=None):
             args.messages, args.batch, args.body_size,
             "{:,.0f}".format(count_instructions(argv, args.messages))))
         return
+    if args.sync_master and args.per_read <= 0:
+        parser.error("--sync-master needs --per-read")
     exit_on_sigterm()
-    with temporary_broker("sendpath-") as controller:
-        runner = run if args.per_read <= 0 else partial(run_protocol, per_read=args.per_read)
+    settings = dict(brokerRole="SYNC_MASTER") if args.sync_master else {}
+    with temporary_broker("sendpath-", **settings) as controller:
+        runner = run if args.per_read <= 0 else partial(
+            run_protocol, per_read=args.per_read,
+            slave=ScriptedSlave(controller) if args.sync_master else None)
         warmup = request_frames(2000, args.body_size, args.batch)
         check(warmup, runner(warmup, controller)[1])
         frames = request_frames(args.messages, args.body_size, args.batch)
