@@ -32,6 +32,8 @@ __all__ = ["HAMasterConnection", "HAMasterFactory", "HAMasterService", "TICK_SEC
 
 log = Logger()
 
+_HEADER = TRANSFER_HEADER.struct
+
 #: Period of the heartbeat / housekeeping check (Java's ``selector.select(1000)``).
 TICK_SECONDS = 1.0
 #: ``printMasterAndSlaveDiff``: first after 10 s, then every 60 s.
@@ -110,28 +112,32 @@ class HAMasterConnection(protocol.Protocol):
         self._flow_wait = None
 
     def _write(self, offset, data, now):
-        send_now(self.transport, TRANSFER_HEADER.pack(offset, len(data)) + data)
-        self.replica.flow.add(TRANSFER_HEADER.size + len(data), now)
+        send_now(self.transport, _HEADER.pack(offset, len(data)) + data)
+        self.replica.flow.add(_HEADER.size + len(data), now)
         self.last_write = now
 
     def pump(self):
-        """Send transfers from ``transferFromWhere`` while the transport takes them."""
+        """Send transfers from ``transferFromWhere`` up to the commit log's end while the
+        transport takes them."""
         replica = self.replica
         if (self.closed or self.paused or replica is None or replica.transfer_from_where < 0
                 or self._flow_wait is not None):
             return
         ha = self.ha
-        ha.skip_removed_data(replica)
+        store = ha.store
+        end = store.get_max_phy_offset()
         now = ha.now()
-        while not self.paused and not self.closed:
-            size = min(ha.batch_size, replica.flow.can_transfer(now) - TRANSFER_HEADER.size)
+        while replica.transfer_from_where < end and not self.paused and not self.closed:
+            size = min(ha.batch_size, replica.flow.can_transfer(now) - _HEADER.size)
             if size <= 0:
                 self._wait_for_budget(now)
                 return
             where = replica.transfer_from_where
-            data = ha.store.get_commit_log_data(where, size)
+            data = store.get_commit_log_data(where, size)
             if not data:
-                return
+                if not ha.skip_removed_data(replica):
+                    return
+                continue
             replica.transfer_from_where = where + len(data)
             self._write(where, data, now)
 
@@ -180,7 +186,7 @@ class HAMasterService(service.Service):
         self.factory = HAMasterFactory(self)
         self.listening_port = None
         self._deadline_timer = None
-        self._pump_call = None
+        self._deadline_at = None  # ms: when the armed deadline timer fires
         self._tick = task.LoopingCall(self.tick)
         self._tick.clock = self.reactor
         self._diff_log = task.LoopingCall(self.log_master_and_slave_diff)
@@ -215,9 +221,10 @@ class HAMasterService(service.Service):
             self.store.replica_waiter = None
         _remove(self.store.runtime_info_providers, self.runtime_info)
         _remove(self.store.append_listeners, self._on_appended)
-        for timer in (self._deadline_timer, self._pump_call, self._diff_log_start):
+        for timer in (self._deadline_timer, self._diff_log_start):
             if timer is not None and timer.active():
                 timer.cancel()
+        self._deadline_timer = self._deadline_at = None
         for loop in (self._tick, self._diff_log):
             if loop.running:
                 loop.stop()
@@ -263,27 +270,21 @@ class HAMasterService(service.Service):
 
     def skip_removed_data(self, replica):
         """When retention removed the data at the replica's next offset, go on from the
-        oldest kept offset (logged) instead of waiting forever for data that is gone."""
+        oldest kept offset (logged) instead of waiting forever for data that is gone; True
+        then."""
         oldest = self.store.get_min_phy_offset()
-        if 0 <= replica.transfer_from_where < oldest:
-            log.warn("slave[{addr}] needs offset {offset}, below the oldest kept commit-log "
-                     "offset {oldest}: sending from {oldest}", addr=replica.addr,
-                     offset=replica.transfer_from_where, oldest=oldest)
-            replica.transfer_from_where = oldest
+        if not 0 <= replica.transfer_from_where < oldest:
+            return False
+        log.warn("slave[{addr}] needs offset {offset}, below the oldest kept commit-log "
+                 "offset {oldest}: sending from {oldest}", addr=replica.addr,
+                 offset=replica.transfer_from_where, oldest=oldest)
+        replica.transfer_from_where = oldest
+        return True
 
     def _on_appended(self):
-        """The store's append listener: new bytes for the slaves, if any is connected (a
-        slave that connects later is pumped from its own report)."""
-        if self.table.replicas:
-            self._schedule_pump()
-
-    def _schedule_pump(self):
-        """Pump every connection once, at the end of this reactor turn."""
-        if self._pump_call is None:
-            self._pump_call = self.reactor.callLater(0, self._pump_all)
-
-    def _pump_all(self):
-        self._pump_call = None
+        """The store's append listener (once at the end of a turn that appended): new bytes
+        for the connected slaves (a slave that connects later is pumped from its own
+        report)."""
         for connection in list(self.table.replicas):
             connection.pump()
 
@@ -305,14 +306,18 @@ class HAMasterService(service.Service):
         a Deferred firing PUT_OK when a slave acks ``next_offset`` or FLUSH_SLAVE_TIMEOUT
         after ``slaveTimeout`` ms."""
         now = self.now()
-        if not self.table.is_slave_ok(next_offset, now):
+        table = self.table
+        if not table.is_slave_ok(next_offset, now):
             return defer.succeed(PutMessageStatus.SLAVE_NOT_AVAILABLE)
-        if self.table.push2slave_max_offset >= next_offset:
+        if table.push2slave_max_offset >= next_offset:
             return defer.succeed(PutMessageStatus.PUT_OK)
         waiter = defer.Deferred()
-        self.waits.add(next_offset, now + self.slave_timeout, waiter)
-        self._arm_deadline()
-        self._schedule_pump()
+        deadline = now + self.slave_timeout
+        self.waits.add(next_offset, deadline, waiter)
+        # the transfer follows at the turn's end (_on_appended); the armed timer already
+        # fires early enough unless the clock stepped back
+        if self._deadline_at is None or deadline < self._deadline_at:
+            self._arm_deadline()
         return waiter
 
     def _answer_acks(self):
@@ -323,20 +328,21 @@ class HAMasterService(service.Service):
                     waiter.callback(PutMessageStatus.PUT_OK)
 
     def _arm_deadline(self):
+        """Arm the timer for the earliest deadline (``_deadline_at``, ms), unless it is."""
         deadline = self.waits.next_deadline()
         if deadline is None:
             return
         timer = self._deadline_timer
-        at = deadline / 1000.0
         if timer is not None and timer.active():
-            if timer.getTime() <= at:
+            if self._deadline_at <= deadline:
                 return
             timer.cancel()
-        self._deadline_timer = self.reactor.callLater(max(at - self.reactor.seconds(), 0),
-                                                      self._expire)
+        self._deadline_at = deadline
+        self._deadline_timer = self.reactor.callLater(
+            max(deadline / 1000.0 - self.reactor.seconds(), 0), self._expire)
 
     def _expire(self):
-        self._deadline_timer = None
+        self._deadline_timer = self._deadline_at = None
         expired = self.waits.expired(self.now())
         if expired:
             log.warn("{count} sends waited {ms} ms for a slave ack: FLUSH_SLAVE_TIMEOUT",

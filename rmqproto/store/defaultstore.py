@@ -194,13 +194,16 @@ class DefaultMessageStore:
         #: (tuples in ``DispatchRequest`` order; :func:`~rmqproto.store.dispatch.arrivals`
         #: gives what Java's ``MessageArrivingListener`` is told): long polling.
         self.dispatch_listeners = []
-        #: ``listener()`` after each put that appended (before its dispatch): HA transfers.
+        #: ``listener()`` once at the end of a reactor turn whose puts appended, before
+        #: their dispatch: HA transfers.
         self.append_listeners = []
         #: SYNC_MASTER: ``waiter(next_offset) -> Deferred of PutMessageStatus`` (the HA service).
         self.replica_waiter = None
         #: Callables adding entries to :meth:`runtime_info` (e.g. the schedule service).
         self.runtime_info_providers = []
         self._reput_call = None
+        #: puts appended in this reactor turn: the append listeners run at its end
+        self._appended = False
         #: a put asked the flusher to look at the commit log (done once, at the turn's end)
         self._flush_wanted = False
         self.flusher = CommitLogFlusher(self.commit_log.queue, values, reactor, self.run_blocking,
@@ -522,11 +525,11 @@ class DefaultMessageStore:
                                      result.wrote_offset + result.wrote_bytes)
         else:
             self.reput.do_reput()
-        # the turn's end: the deferred dispatch, and the flusher's wake-up if asked below
+        # the turn's end: the append listeners, the deferred dispatch, and the flusher's
+        # wake-up if asked below
+        self._appended = True
         if self._reput_call is None:
             self._schedule_reput()
-        for listener in self.append_listeners:
-            listener()
         self.stats.put(len(records), result.wrote_bytes)
         # the waits: the flush's and the replica's (a non-OK replica status wins)
         next_offset = result.wrote_offset + result.wrote_bytes
@@ -601,10 +604,15 @@ class DefaultMessageStore:
     def _reput_slice(self):
         """Dispatch the puts deferred in this turn, then about :data:`REPUT_SLICE_BYTES` of
         replicated bytes; the rest in the next turn, so that a long catch-up never keeps the
-        reactor from heartbeats, reports and requests. Wake the flusher if a put asked."""
+        reactor from heartbeats, reports and requests. Before that, the append listeners when
+        puts appended, and the flusher's wake-up if a put asked."""
         self._reput_call = None
         if self.is_shutdown:
             return
+        if self._appended:  # first: the slaves' transfers wait for no dispatch
+            self._appended = False
+            for listener in self.append_listeners:
+                listener()
         if self._flush_wanted:
             self._flush_wanted = False
             self.flusher.wakeup()

@@ -19,19 +19,27 @@ BATCH = 64
 class FakeHAStore:
     """The store hooks the HA master uses, over a bytes log cut into FILE-byte segments."""
 
-    def __init__(self):
+    def __init__(self, reactor):
+        self.reactor = reactor
         self.log = bytearray()
         self.min_offset = 0
         self.replica_waiter = None
         self.runtime_info_providers = []
         self.append_listeners = []
         self.reads = 0
+        self._turn_end = None
 
     def append(self, data):
+        """Append ``data``; the listeners hear of the turn's appends at its end, once."""
         self.log += data
+        if self._turn_end is None:
+            self._turn_end = self.reactor.callLater(0, self._appended)
+        return len(self.log)
+
+    def _appended(self):
+        self._turn_end = None
         for listener in self.append_listeners:
             listener()
-        return len(self.log)
 
     def get_max_phy_offset(self):
         return len(self.log)
@@ -54,7 +62,7 @@ def make_service(**overrides):
     values.update(overrides)
     reactor = MemoryReactorClock()
     reactor.advance(1000)
-    store = FakeHAStore()
+    store = FakeHAStore(reactor)
     ha = HAMasterService(SimpleNamespace(config=values, reactor=reactor, store=store))
     ha.startService()
     return ha, reactor, store
@@ -216,7 +224,7 @@ def test_new_data_is_pushed_when_messages_arrive():
     assert slave.received() == []
     store.append(data(10))
     store.append(data(20, 10))
-    assert slave.received() == []          # coalesced: one push for one reactor turn
+    assert slave.received() == []          # the store tells once, at the turn's end
     reactor.advance(0)
     assert slave.received() == [(0, data(30))]
 

@@ -578,15 +578,17 @@ def test_the_puts_of_a_reactor_turn_are_dispatched_together_at_its_end(stores):
     store = stores.open()
     seen, appended = [], []
     store.dispatch_listeners.append(lambda requests: seen.append([a[:3] for a in arrivals(requests)]))
-    store.append_listeners.append(lambda: appended.append(store.get_max_phy_offset()))
+    store.append_listeners.append(lambda: appended.append((store.get_max_phy_offset(), len(seen))))
     first = store.put_message(record(queue_id=0, UNIQ_KEY="A"))
     store.put_message(record(queue_id=1, UNIQ_KEY="B"))
     assert first.result.status is S.PUT_OK  # answered before the dispatch
-    assert seen == [] and len(appended) == 2  # the HA hears of each append at once
+    assert seen == [] and appended == []
     stores.clock.advance(0)
     assert seen == [[("TopicA", 0, 1), ("TopicA", 1, 1)]]
+    # the HA hears of the turn's appends once, before their dispatch
+    assert appended == [(store.get_max_phy_offset(), 0)]
     stores.clock.advance(0)
-    assert len(seen) == 1  # nothing dispatched twice
+    assert len(seen) == 1 and len(appended) == 1  # nothing dispatched or told twice
 
 
 def test_the_puts_of_a_reactor_turn_wake_the_async_flusher_once_at_its_end(stores):
