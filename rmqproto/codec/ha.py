@@ -36,6 +36,7 @@ class BadTransferHeaderError(CodecError):
 
 #: Slave → master: the slave's max CommitLog offset.
 SLAVE_REPORT = FixedLayout("SlaveReport", ("max_offset", INT64))
+_REPORT = SLAVE_REPORT.struct
 
 #: Master → slave: the CommitLog offset of the first body byte and the body size.
 TRANSFER_HEADER = FixedLayout("TransferHeader", ("offset", INT64), ("body_size", INT32))
@@ -90,12 +91,14 @@ class SlaveReportReader:
 
     def feed(self, data):
         """Consume ``data``; the newest offset completed by it, or None."""
-        data = self._partial + bytes(data)
-        whole = len(data) - len(data) % SLAVE_REPORT.size
-        self._partial = data[whole:]
+        if self._partial:
+            data = self._partial + bytes(data)
+        size = _REPORT.size
+        whole = len(data) - len(data) % size
+        self._partial = bytes(data[whole:])
         if not whole:
             return None
-        self.latest = SLAVE_REPORT.unpack(data, whole - SLAVE_REPORT.size).max_offset
+        (self.latest,) = _REPORT.unpack_from(data, whole - size)
         return self.latest
 
 

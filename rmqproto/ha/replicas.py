@@ -71,6 +71,10 @@ class ReportOutcome:
         self.retired = list(retired)
 
 
+#: The outcome of most reports: an ack that retires nothing (shared: outcomes are read only).
+_PLAIN_ACK = ReportOutcome(ReportKind.ACK)
+
+
 class Replica:
     """The master's record of one HA connection (``HAConnection``'s fields)."""
 
@@ -129,15 +133,19 @@ class ReplicaTable:
         replica.slave_ack_offset = offset
         if offset > self.push2slave_max_offset:
             self.push2slave_max_offset = offset
-        retired = [r.token for r in self.replicas.values()
-                   if r.host == replica.host and r.seq < replica.seq
-                   and now - r.last_read > self.silence_limit]
+        retired = self._retired_by(replica, now) if len(self.replicas) > 1 else ()
         if replica.reported:
-            return ReportOutcome(ReportKind.ACK, retired=retired)
+            return ReportOutcome(ReportKind.ACK, retired=retired) if retired else _PLAIN_ACK
         replica.slave_request_offset = offset
         start, below_min = transfer_start(offset, max_offset, min_offset, self.file_size)
         replica.transfer_from_where = start
         return ReportOutcome(ReportKind.REQUEST, start, below_min, retired)
+
+    def _retired_by(self, replica, now):
+        """Tokens of the older connections from ``replica``'s host, silent too long."""
+        return [r.token for r in self.replicas.values()
+                if r.host == replica.host and r.seq < replica.seq
+                and now - r.last_read > self.silence_limit]
 
     def heard(self, token, now):
         """Bytes arrived from ``token``'s slave without completing a report."""
@@ -148,8 +156,11 @@ class ReplicaTable:
 
     def live_ack_offset(self, now):
         """The best ack offset of the live replicas, or None when none is live."""
-        return max((r.slave_ack_offset for r in self.replicas.values() if self.is_live(r, now)),
-                   default=None)
+        best = None
+        for replica in self.replicas.values():  # a loop: this runs for every SYNC_MASTER put
+            if self.is_live(replica, now) and (best is None or replica.slave_ack_offset > best):
+                best = replica.slave_ack_offset
+        return best
 
     def is_slave_ok(self, master_put_where, now):
         """``isSlaveOK``: a live replica exists and the best of them is less than
