@@ -25,7 +25,6 @@ frames that come back.
 """
 
 import traceback
-from functools import partial
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
@@ -153,9 +152,10 @@ class RequestDispatcher:
             if not isinstance(result, Deferred):  # an ABC, slow to isinstance
                 return self._finish(request, result)
         except Exception:
-            return self._failed(request, Failure())
-        return result.addCallback(partial(self._finish, request)).addErrback(
-            partial(self._failed, request))
+            return self._failed(Failure(), request)
+        # one entry in the Deferred's chain (a sync send's answer comes this way)
+        return result.addCallbacks(self._finish_later, self._failed, callbackArgs=(request,),
+                                   errbackArgs=(request,))
 
     def _not_supported(self, request, context):
         remark = " request type %d not supported" % request.code
@@ -177,7 +177,14 @@ class RequestDispatcher:
         response.version = self.version
         return encode_frame(response)
 
-    def _failed(self, request, failure):
+    def _finish_later(self, response, request):
+        """:meth:`_finish` of a Deferred's ``response``; SYSTEM_ERROR when that raises."""
+        try:
+            return self._finish(request, response)
+        except Exception:
+            return self._failed(Failure(), request)
+
+    def _failed(self, failure, request):
         log.failure("process request exception, code {code}", failure, code=request.code)
         return self._answer(request, ResponseCode.SYSTEM_ERROR, exception_remark(failure.value))
 

@@ -76,10 +76,10 @@ def test_random_requests(tmp_path, stores, seed, monkeypatch):
     unexpected = []
     failed = dispatch.RequestDispatcher._failed
 
-    def record_failure(self, request, failure):
+    def record_failure(self, failure, request):
         if not isinstance(failure.value, JAVA_ALIKE):
             unexpected.append((request.code, request.ext_fields, failure.getTraceback()))
-        return failed(self, request, failure)
+        return failed(self, failure, request)
 
     monkeypatch.setattr(dispatch.RequestDispatcher, "_failed", record_failure)
     offsets = []

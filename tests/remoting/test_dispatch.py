@@ -141,6 +141,20 @@ def test_deferred_response_and_deferred_failure():
     assert (second.opaque, second.code, second.body) == (1, R.SUCCESS, b"msg")
 
 
+def test_a_deferred_answer_that_is_no_command_is_a_system_error():
+    later = Deferred()
+    dispatcher = RequestDispatcher()
+    dispatcher.register(11, lambda req, context: later)
+    results = []
+    dispatcher.dispatch(request(11, opaque=3), CONTEXT).addCallback(results.append)
+    later.callback("not a command")
+    (frame,) = results
+    resp = answer(frame)
+    assert (resp.opaque, resp.code) == (3, R.SYSTEM_ERROR)
+    assert resp.remark.startswith("TypeError: processor for request code 11 returned 'not a "
+                                  "command', not a RemotingCommand or a frame")
+
+
 def test_exception_remark_names_module_and_innermost_frame():
     class StoreError(Exception):
         pass
