@@ -14,7 +14,7 @@ loopback a send costs as much as handling a small request), without the two side
 falling into lockstep. Anything written later (an answer after a flush or replica wait, a
 request of our own) is sent as soon as it is made, unless made within
 :class:`gathered_writes` (a replica's ack answering several waiting sends), where each
-connection's writes are treated as those of one read. A peer whose bytes do not decode
+connection's writes are sent together on leaving it. A peer whose bytes do not decode
 loses its connection, with one log line saying why, after the answers to its frames before
 the bad one are sent.
 """
@@ -49,9 +49,10 @@ _gathering = None
 
 
 class gathered_writes:
-    """Within: each connection sends its first write at once and gathers the rest, sent in one
-    go on leaving, as it does with the writes of one read. For code that answers many
-    requests at once outside a read of their connections. Nested, the outer one sends."""
+    """Within: each connection gathers its writes and sends them in one go on leaving. For
+    code that answers many requests at once outside a read of their connections: the answers
+    are ready together, so unlike a read's, the first is not worth a send of its own. Nested,
+    the outer one sends."""
 
     __slots__ = ("_outer",)
 
@@ -131,7 +132,8 @@ class RemotingProtocol(Protocol):
         return len(self._pending)
 
     def close(self):
-        """Close the connection once what was written is sent."""
+        """Close the connection once what was written (and gathered) is sent."""
+        self._send_gathered()
         self._open = False
         self.transport.loseConnection()
 
@@ -160,7 +162,6 @@ class RemotingProtocol(Protocol):
             if error is not None:
                 raise error
         except CodecError as exc:
-            self._send_gathered()
             log.warn("closing connection from {peer}: malformed frame: {error}",
                      peer=self.peer, error=exc)
             self.close()
@@ -236,10 +237,10 @@ class RemotingProtocol(Protocol):
         if self._open:
             if self._gathered is None:  # else the read being handled sets last_activity
                 self.last_activity = self.reactor.seconds()
-                if _gathering is not None:
+                if _gathering is not None:  # within gathered_writes: all of it on leaving
                     _gathering.append(self)
-                    self._gathered = []
-            if self._gathered:  # a later write of the read being handled
+                    self._gathered = [b""]
+            if self._gathered:  # a later write of the read being handled, or gathered_writes
                 self._gathered.append(frame)
             else:
                 send_now(self.transport, frame)
