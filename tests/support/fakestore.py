@@ -6,7 +6,8 @@ own pure rules decide what is stored where: a ``DELAY`` level moves a message (n
 batch message) to ``SCHEDULE_TOPIC_XXXX`` (``to_schedule_topic``); a batch message keeps
 the stored properties string of Java's batch rule; the tags code is the dispatcher's
 (``dispatch_request``: the delivery time in the schedule topic), and each put's request is
-handed to the ``dispatch_listeners`` (after the ``append_listeners``). ``get_message`` answers
+handed to the ``dispatch_listeners`` (after the ``append_listeners``, which the real store
+calls once at a reactor turn's end; here each put is a turn of its own). ``get_message`` answers
 Java's statuses (reference §2.3); nothing waits for a flush.
 
 Knobs: ``put_status`` (every put answers it; the stored statuses still store),
