@@ -1294,13 +1294,57 @@ set_fields(PyObject *record, const int *fields, int count, PyObject *const *valu
     return 0;
 }
 
+/* One message of a batch body, as the client encodes it (MessageDecoder.encodeMessages):
+ * TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODY LENGTH, BODY, PROPERTIES LENGTH (2 bytes),
+ * PROPERTIES (the message's own string). */
+typedef struct {
+    int32_t flag;
+    const unsigned char *body, *own;
+    Py_ssize_t body_length, own_length;
+    Py_ssize_t next;  /* where the next message starts */
+} BatchItem;
+
+/* Read the batch message at pos of data (end bytes): 1, or 0 when it is not well-formed
+ * there (a TOTALSIZE that does not match its fields included; the Python decoder says
+ * why). */
+static int
+read_batch_item(const unsigned char *data, Py_ssize_t pos, Py_ssize_t end, BatchItem *item)
+{
+    if (end - pos < BATCH_HEAD + 2)
+        return 0;
+    int64_t total = read_int(data + pos), body_length = read_int(data + pos + 16);
+    Py_ssize_t body_pos = pos + BATCH_HEAD;
+    if (body_length < 0 || body_pos + body_length + 2 > end)
+        return 0;
+    Py_ssize_t own_pos = body_pos + body_length + 2;
+    int64_t own_length = (int16_t)((data[own_pos - 2] << 8) | data[own_pos - 1]);
+    if (own_length < 0 || own_pos + own_length > end || total != own_pos + own_length - pos)
+        return 0;
+    item->flag = read_int(data + pos + 12);
+    item->body = data + body_pos;
+    item->body_length = body_length;
+    item->own = data + own_pos;
+    item->own_length = own_length;
+    item->next = own_pos + own_length;
+    return 1;
+}
+
+/* Whether a batch message's stored properties string puts a 0x02 between its own string
+ * (n bytes at own) and the batch's (m bytes): when both are non-empty and own does not
+ * end in one. */
+static inline int
+batch_separator(const unsigned char *own, Py_ssize_t n, Py_ssize_t m)
+{
+    return n > 0 && m > 0 && own[n - 1] != PROPERTY_SEPARATOR;
+}
+
 /* stored_batch_properties(own, batch): own, a 0x02 when both are non-empty and own does
  * not end in one, then batch. */
 static PyObject *
 stored_batch_properties(const unsigned char *own, Py_ssize_t n, PyObject *batch)
 {
     Py_ssize_t m = PyBytes_GET_SIZE(batch);
-    Py_ssize_t separator = n > 0 && m > 0 && own[n - 1] != PROPERTY_SEPARATOR;
+    Py_ssize_t separator = batch_separator(own, n, m);
     PyObject *joined = PyBytes_FromStringAndSize(NULL, n + separator + m);
     if (joined == NULL)
         return NULL;
@@ -1360,27 +1404,16 @@ batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     const unsigned char *data = view.buf;
     Py_ssize_t pos = 0, end = view.len;
+    BatchItem item;
     while (pos < end) {
-        if (end - pos < BATCH_HEAD + 2)
+        if (!read_batch_item(data, pos, end, &item))
             goto malformed;
-        int64_t total = read_int(data + pos), body_length = read_int(data + pos + 16);
-        Py_ssize_t body_pos = pos + BATCH_HEAD;
-        if (body_length < 0 || body_pos + body_length + 2 > end)
-            goto malformed;
-        Py_ssize_t properties_pos = body_pos + body_length + 2;
-        int64_t properties_length = (int16_t)((data[properties_pos - 2] << 8)
-                                              | data[properties_pos - 1]);
-        if (properties_length < 0 || properties_pos + properties_length > end)
-            goto malformed;
-        Py_ssize_t next = properties_pos + properties_length;
-        if (total != next - pos)
-            goto malformed;
-        values[F_FLAG] = PyLong_FromLong(read_int(data + pos + 12));
-        values[F_BODY] = PyBytes_FromStringAndSize((const char *)data + body_pos, body_length);
-        values[F_PROPERTIES] = batch_message_properties(data + properties_pos,
-                                                        properties_length, batch_parsed);
-        values[F_STORED_PROPERTIES] = stored_batch_properties(data + properties_pos,
-                                                              properties_length, batch_raw);
+        values[F_FLAG] = PyLong_FromLong(item.flag);
+        values[F_BODY] = PyBytes_FromStringAndSize((const char *)item.body, item.body_length);
+        values[F_PROPERTIES] = batch_message_properties(item.own, item.own_length,
+                                                        batch_parsed);
+        values[F_STORED_PROPERTIES] = stored_batch_properties(item.own, item.own_length,
+                                                              batch_raw);
         PyObject *record = NULL;
         if (values[F_FLAG] && values[F_BODY] && values[F_PROPERTIES]
                 && values[F_STORED_PROPERTIES]) {
@@ -1400,7 +1433,7 @@ batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
         Py_DECREF(record);
-        pos = next;
+        pos = item.next;
     }
     goto done;
 malformed:
@@ -1769,15 +1802,38 @@ message_id(const SharedFields *shared, int64_t offset)
     return PyUnicode_FromStringAndSize(text, 32);
 }
 
+/* A record's stored properties string in up to two pieces: the first, a 0x02 when
+ * separator is set, then the second (a batch message's own string and the batch's). */
+typedef struct {
+    const unsigned char *first, *second;
+    Py_ssize_t first_length, second_length;
+    int separator;
+} StoredProperties;
+
+static inline Py_ssize_t
+stored_length(const StoredProperties *properties)
+{
+    return properties->first_length + properties->separator + properties->second_length;
+}
+
+/* The stored properties of a bytes object, in one piece. */
+static inline StoredProperties
+whole_properties(PyObject *bytes)
+{
+    StoredProperties properties = {(const unsigned char *)PyBytes_AS_STRING(bytes), NULL,
+                                   PyBytes_GET_SIZE(bytes), 0, 0};
+    return properties;
+}
+
 /* Write one version-1 IPv4 record of size bytes at p. */
 static void
 write_record(unsigned char *p, const SharedFields *shared, int64_t size, int64_t crc,
              int64_t flag, int64_t queue_offset, int64_t offset, int64_t store_timestamp,
-             PyObject *body, PyObject *properties)
+             const unsigned char *body, Py_ssize_t body_length,
+             const StoredProperties *properties)
 {
-    Py_ssize_t body_length = PyBytes_GET_SIZE(body);
     Py_ssize_t topic_length = PyBytes_GET_SIZE(shared->topic);
-    Py_ssize_t properties_length = PyBytes_GET_SIZE(properties);
+    Py_ssize_t properties_length = stored_length(properties);
     write_int(p, (int32_t)size);
     write_int(p + 4, MESSAGE_MAGIC_CODE);
     write_int(p + 8, (int32_t)crc);
@@ -1796,14 +1852,19 @@ write_record(unsigned char *p, const SharedFields *shared, int64_t size, int64_t
     write_long(p + 76, shared->prepared);
     write_int(p + 84, (int32_t)body_length);
     p += FIXED_V1;
-    memcpy(p, PyBytes_AS_STRING(body), body_length);
+    memcpy(p, body, body_length);
     p += body_length;
     *p++ = (unsigned char)topic_length;
     memcpy(p, PyBytes_AS_STRING(shared->topic), topic_length);
     p += topic_length;
     *p++ = (unsigned char)(properties_length >> 8);
     *p++ = (unsigned char)properties_length;
-    memcpy(p, PyBytes_AS_STRING(properties), properties_length);
+    memcpy(p, properties->first, properties->first_length);
+    p += properties->first_length;
+    if (properties->separator)
+        *p++ = PROPERTY_SEPARATOR;
+    if (properties->second_length > 0)
+        memcpy(p, properties->second, properties->second_length);
 }
 
 
@@ -1828,18 +1889,15 @@ set_stored_fields(PyObject *record, PyObject *store_timestamp, int64_t crc,
 /* A stored record's dispatch fields, in the order of
  * rmqproto.codec.message.DISPATCH_FIELDS, or NULL with an error set. */
 static PyObject *
-stored_dispatch_fields(PyObject *record, const SharedFields *shared, PyObject *store_timestamp,
-                       PyObject *offset, PyObject *queue_offset, int64_t size)
+stored_dispatch_fields(PyObject *properties, const SharedFields *shared,
+                       PyObject *store_timestamp, PyObject *offset, PyObject *queue_offset,
+                       int64_t size)
 {
-    PyObject *properties = get_field(record, F_PROPERTIES);
-    if (properties == NULL)
-        return NULL;
     PyObject *size_object = PyLong_FromLongLong(size);
     PyObject *fields = size_object == NULL ? NULL : PyTuple_Pack(
         9, shared->values[F_TOPIC], shared->values[F_QUEUE_ID], queue_offset, offset,
         shared->values[F_SYS_FLAG], store_timestamp, shared->values[F_PREPARED], properties,
         size_object);
-    Py_DECREF(properties);
     Py_XDECREF(size_object);
     return fields;
 }
@@ -1951,8 +2009,12 @@ write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 || set_stored_fields(record, args[5], crcs[i], offset_object,
                                      queue_offset_object) < 0)
             goto decided;
-        PyObject *fields = stored_dispatch_fields(record, &shared, args[5], offset_object,
-                                                  queue_offset_object, size);
+        PyObject *record_properties = get_field(record, F_PROPERTIES);
+        if (record_properties == NULL)
+            goto decided;
+        PyObject *fields = stored_dispatch_fields(record_properties, &shared, args[5],
+                                                  offset_object, queue_offset_object, size);
+        Py_DECREF(record_properties);
         if (fields == NULL)
             goto decided;
         PyList_SET_ITEM(dispatch, i, fields);
@@ -1966,8 +2028,10 @@ write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *props = PySequence_Fast_GET_ITEM(properties, i);
         int64_t size = overhead + PyBytes_GET_SIZE(bodies[i]) + PyBytes_GET_SIZE(props);
+        StoredProperties stored = whole_properties(props);
         write_record(p, &shared, size, crcs[i], flags[i], begin_queue_offset + i, offset,
-                     store_timestamp, bodies[i], props);
+                     store_timestamp, (const unsigned char *)PyBytes_AS_STRING(bodies[i]),
+                     PyBytes_GET_SIZE(bodies[i]), &stored);
         offset += size;
         p += size;
     }
@@ -1993,6 +2057,205 @@ decided:
     clear_shared(&shared);
     Py_DECREF(records);
     Py_DECREF(properties);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ---------------------------------------------------------------- a batch body written whole */
+
+/* The stored properties of a batch message: its own string, then the batch's. */
+static inline StoredProperties
+batch_message_stored(const BatchItem *item, const unsigned char *batch, Py_ssize_t batch_length)
+{
+    StoredProperties properties = {
+        item->own, batch, item->own_length, batch_length,
+        batch_separator(item->own, item->own_length, batch_length)};
+    return properties;
+}
+
+PyDoc_STRVAR(usual_batch_prototype_doc,
+"usual_batch_prototype(prototype) -> bool\n\n"
+"Whether write_stored_batch encodes records sharing the fields of prototype in C:\n"
+"version 1, a topic of at most 127 UTF-8 bytes, IPv4 hosts without host flags, and every\n"
+"shared field an int in range.");
+
+static PyObject *
+usual_batch_prototype(PyObject *module, PyObject *prototype)
+{
+    SharedFields shared = {{NULL}};
+    int usual = read_shared(prototype, &shared);
+    clear_shared(&shared);
+    return usual < 0 ? NULL : PyBool_FromLong(usual);
+}
+
+PyDoc_STRVAR(measure_packed_batch_doc,
+"measure_packed_batch(data, batch_length) -> (count, payload) or None\n\n"
+"The number of messages in the batch body data and the bytes of their bodies and stored\n"
+"properties strings (each message's own string, a 0x02 when needed, then the batch's\n"
+"string of batch_length bytes), when data is well-formed, holds a message and no stored\n"
+"string is over 32767 bytes; None otherwise (decode_batch_records then decodes it or\n"
+"says why it cannot).");
+
+static PyObject *
+measure_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 2 && PyLong_Check(args[1]),
+                     "measure_packed_batch takes data and batch_length (an int)") < 0)
+        return NULL;
+    Py_ssize_t batch_length = PyLong_AsSsize_t(args[1]);
+    if (batch_length == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t count = 0, pos = 0;
+    int64_t payload = 0;
+    int usual = batch_length >= 0 && view.len > 0;
+    BatchItem item;
+    while (usual && pos < view.len) {
+        usual = read_batch_item(data, pos, view.len, &item);
+        if (usual) {
+            StoredProperties stored = batch_message_stored(&item, NULL, batch_length);
+            usual = stored_length(&stored) <= MAX_PROPERTIES_LENGTH;
+            payload += item.body_length + stored_length(&stored);
+            count++;
+            pos = item.next;
+        }
+    }
+    PyBuffer_Release(&view);
+    if (!usual)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(nL)", count, (long long)payload);
+}
+
+PyDoc_STRVAR(write_packed_batch_doc,
+"write_packed_batch(buffer, position, total, data, batch_raw, batch_parsed, prototype,\n"
+"                   store_timestamp, commit_log_offset, queue_offset)\n"
+"    -> (ids, dispatch fields) or None\n\n"
+"write_stored_batch of the records decode_batch_records(data, ...) would make, straight\n"
+"from the batch body data (batch_raw: the batch's properties string as UTF-8,\n"
+"batch_parsed: what parsing it gives) without making them, for a batch whose prototype's\n"
+"shared fields are those write_stored_batch encodes in C and whose records are total\n"
+"bytes. ValueError when they do not fit the buffer at position; None for any other batch\n"
+"(the caller makes the records and writes them); either way with nothing written.");
+
+static PyObject *
+write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 10 && PyLong_Check(args[1]) && PyLong_Check(args[2])
+                     && PyBytes_Check(args[4]) && PyDict_Check(args[5]),
+                     "write_packed_batch takes buffer, position and total (ints), data, "
+                     "batch_raw (bytes), batch_parsed (dict), prototype, store_timestamp, "
+                     "commit_log_offset and queue_offset") < 0)
+        return NULL;
+    int fits = 1, ok = 1;
+    int64_t position = as_long(args[1], &fits), expected = as_long(args[2], &fits);
+    int64_t store_timestamp = as_long(args[7], &ok);
+    int64_t begin_offset = as_long(args[8], &ok);
+    int64_t begin_queue_offset = as_long(args[9], &ok);
+    Py_buffer view, body_view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (!fits || position < 0 || expected < 0 || expected > view.len - position) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "the records do not fit the buffer");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[3], &body_view, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const unsigned char *data = body_view.buf;
+    const unsigned char *batch = (const unsigned char *)PyBytes_AS_STRING(args[4]);
+    Py_ssize_t batch_length = PyBytes_GET_SIZE(args[4]);
+    PyObject *batch_parsed = args[5], *result = NULL, *ids = NULL, *dispatch = NULL;
+    PyObject *offset_object = NULL, *queue_offset_object = NULL, *properties = NULL;
+    int64_t *crcs = NULL;
+    SharedFields shared = {{NULL}};
+    BatchItem item;
+    Py_ssize_t n = 0, pos;
+    int shares = ok ? read_shared(args[6], &shared) : 0;
+    if (shares <= 0)
+        goto not_shared;
+    /* first pass: the messages are counted and measured before anything is made */
+    int64_t overhead = record_overhead(0, PyBytes_GET_SIZE(shared.topic)), total = 0;
+    for (pos = 0; pos < body_view.len; pos = item.next, n++) {
+        if (!read_batch_item(data, pos, body_view.len, &item))
+            goto other;
+        StoredProperties stored = batch_message_stored(&item, batch, batch_length);
+        int64_t size = overhead + item.body_length + stored_length(&stored);
+        if (stored_length(&stored) > MAX_PROPERTIES_LENGTH || size > INT32_MAX)
+            goto other;
+        total += size;
+    }
+    if (n == 0 || total != expected || begin_offset < 0 || begin_offset > INT64_MAX - total
+            || begin_queue_offset > INT64_MAX - (n - 1))
+        goto other;
+    /* second pass: what the dispatch and the answer need, and the CRCs */
+    if ((crcs = PyMem_Malloc(n * sizeof(int64_t))) == NULL) {
+        PyErr_NoMemory();
+        goto decided;
+    }
+    if ((ids = PyList_New(n)) == NULL || (dispatch = PyList_New(n)) == NULL)
+        goto decided;
+    int64_t offset = begin_offset;
+    pos = 0;
+    for (Py_ssize_t i = 0; i < n; i++, pos = item.next) {
+        read_batch_item(data, pos, body_view.len, &item);
+        StoredProperties stored = batch_message_stored(&item, batch, batch_length);
+        int64_t size = overhead + item.body_length + stored_length(&stored);
+        crcs[i] = masked_crc32(item.body, item.body_length);
+        PyObject *id = message_id(&shared, offset);
+        if (id == NULL)
+            goto decided;
+        PyList_SET_ITEM(ids, i, id);
+        /* the first record's offsets are the arguments, as write_stored_batch's */
+        offset_object = i == 0 ? Py_NewRef(args[8]) : PyLong_FromLongLong(offset);
+        queue_offset_object = i == 0 ? Py_NewRef(args[9])
+            : PyLong_FromLongLong(begin_queue_offset + i);
+        properties = batch_message_properties(item.own, item.own_length, batch_parsed);
+        if (offset_object == NULL || queue_offset_object == NULL || properties == NULL)
+            goto decided;
+        PyObject *fields = stored_dispatch_fields(properties, &shared, args[7], offset_object,
+                                                  queue_offset_object, size);
+        if (fields == NULL)
+            goto decided;
+        PyList_SET_ITEM(dispatch, i, fields);
+        Py_CLEAR(offset_object);
+        Py_CLEAR(queue_offset_object);
+        Py_CLEAR(properties);
+        offset += size;
+    }
+    /* last: the bytes, which cannot fail half-way */
+    unsigned char *p = (unsigned char *)view.buf + position;
+    offset = begin_offset;
+    pos = 0;
+    for (Py_ssize_t i = 0; i < n; i++, pos = item.next) {
+        read_batch_item(data, pos, body_view.len, &item);
+        StoredProperties stored = batch_message_stored(&item, batch, batch_length);
+        int64_t size = overhead + item.body_length + stored_length(&stored);
+        write_record(p, &shared, size, crcs[i], item.flag, begin_queue_offset + i, offset,
+                     store_timestamp, item.body, item.body_length, &stored);
+        offset += size;
+        p += size;
+    }
+    result = PyTuple_Pack(2, ids, dispatch);
+    goto decided;
+not_shared:
+    if (shares < 0)
+        goto decided;
+other:
+    result = Py_NewRef(Py_None);
+decided:
+    PyMem_Free(crcs);
+    Py_XDECREF(ids);
+    Py_XDECREF(dispatch);
+    Py_XDECREF(offset_object);
+    Py_XDECREF(queue_offset_object);
+    Py_XDECREF(properties);
+    clear_shared(&shared);
+    PyBuffer_Release(&body_view);
     PyBuffer_Release(&view);
     return result;
 }
@@ -2738,6 +3001,12 @@ static PyMethodDef methods[] = {
      check_message_record_doc},
     {"write_stored_batch", (PyCFunction)(void (*)(void))write_stored_batch, METH_FASTCALL,
      write_stored_batch_doc},
+    {"usual_batch_prototype", (PyCFunction)usual_batch_prototype, METH_O,
+     usual_batch_prototype_doc},
+    {"measure_packed_batch", (PyCFunction)(void (*)(void))measure_packed_batch,
+     METH_FASTCALL, measure_packed_batch_doc},
+    {"write_packed_batch", (PyCFunction)(void (*)(void))write_packed_batch, METH_FASTCALL,
+     write_packed_batch_doc},
     {"decode_header", (PyCFunction)(void (*)(void))decode_header, METH_FASTCALL,
      decode_header_doc},
     {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,

@@ -874,12 +874,81 @@ def decode_batch_records(data, batch_properties, prototype):
     Its ``properties`` are what Java's dispatch parses from that string (the batch's value
     of a name in both wins). Raises as :func:`decode_batch` does.
     """
+    return _decode_batch_records(data, batch_properties, *_batch_strings(batch_properties),
+                                 prototype)
+
+
+def _batch_strings(batch_properties):
+    """The batch's properties string as its records store it (UTF-8) and as their dispatch
+    parses it."""
     batch_text = properties_to_string(batch_properties)
-    records = BatchRecords(batch_records(data, _utf8(batch_text),
-                                         string_to_properties(batch_text), prototype))
+    return _utf8(batch_text), string_to_properties(batch_text)
+
+
+def _decode_batch_records(data, batch_properties, batch_raw, batch_parsed, prototype):
+    records = BatchRecords(batch_records(data, batch_raw, batch_parsed, prototype))
     records.body_length = len(data)
     records.properties = batch_properties
     return records
+
+
+class PackedBatch:
+    """One ``SEND_BATCH_MESSAGE`` body kept as the client sent it, for a store to write in
+    one pass (:func:`write_packed_batch`) without a record object per message.
+
+    It stands for the :class:`BatchRecords` that :func:`decode_batch_records` would give,
+    and makes them only when they are read (iterating, indexing, :meth:`records`): a store
+    that does not know this class sees a sequence of records. ``count`` messages whose
+    bodies and stored properties strings are ``payload`` bytes; ``prototype``, the
+    :class:`MessageRecord` of what they share; ``body_length`` and ``properties`` as
+    :class:`BatchRecords` has them."""
+
+    __slots__ = ("data", "properties", "batch_raw", "batch_parsed", "prototype", "count",
+                 "payload", "_records")
+
+    def __init__(self, data, properties, batch_raw, batch_parsed, prototype, count, payload):
+        self.data = data
+        self.properties = properties
+        self.batch_raw = batch_raw
+        self.batch_parsed = batch_parsed
+        self.prototype = prototype
+        self.count = count
+        self.payload = payload
+        self._records = None
+
+    @property
+    def body_length(self):
+        return len(self.data)
+
+    def records(self):
+        """The :class:`BatchRecords` this batch stands for (made once)."""
+        if self._records is None:
+            self._records = _decode_batch_records(self.data, self.properties, self.batch_raw,
+                                                  self.batch_parsed, self.prototype)
+        return self._records
+
+    def __len__(self):
+        return self.count
+
+    def __iter__(self):
+        return iter(self.records())
+
+    def __getitem__(self, index):
+        return self.records()[index]
+
+
+def pack_batch(data, batch_properties, prototype):
+    """:func:`decode_batch_records` as a :class:`PackedBatch` when the C speedups can write
+    the batch whole: a well-formed body, no stored properties string over 32767 bytes, and
+    a ``prototype`` whose shared fields they encode (version 1, IPv4 hosts, fields in
+    range); the :class:`BatchRecords` otherwise (raising as it does)."""
+    batch_raw, batch_parsed = _batch_strings(batch_properties)
+    if speedups is not None and speedups.usual_batch_prototype(prototype):
+        measured = speedups.measure_packed_batch(data, len(batch_raw))
+        if measured is not None:
+            return PackedBatch(data, batch_properties, batch_raw, batch_parsed, prototype,
+                               *measured)
+    return _decode_batch_records(data, batch_properties, batch_raw, batch_parsed, prototype)
 
 
 def batch_records(data, batch_raw, batch_parsed, prototype):
@@ -1036,3 +1105,19 @@ if speedups is not None:
             return python_write_stored_batch(buffer, position, total, records, properties,
                                              store_timestamp, commit_log_offset, queue_offset)
         return written
+
+
+def write_packed_batch(buffer, position, total, batch, store_timestamp, commit_log_offset,
+                       queue_offset):
+    """:func:`write_stored_batch` of the records of ``batch`` (a :class:`PackedBatch` that
+    :func:`pack_batch` made), in C straight from its body when it can (else of its
+    records): the message ids and the dispatch fields, and the same errors."""
+    written = speedups.write_packed_batch(
+        buffer, position, total, batch.data, batch.batch_raw, batch.batch_parsed,
+        batch.prototype, store_timestamp, commit_log_offset, queue_offset)
+    if written is None:  # a field out of range, or records not of total bytes
+        records = batch.records()
+        return write_stored_batch(buffer, position, total, records,
+                                  [r.stored_properties for r in records], store_timestamp,
+                                  commit_log_offset, queue_offset)
+    return written

@@ -19,8 +19,8 @@ from rmqproto.store.mappedfile import MappedFileQueue, message_at
 from rmqproto.store.results import (APPENDED, PUT_OK, AppendMessageResult, AppendMessageStatus,
                                     PutMessageStatus)
 
-__all__ = ["CommitLog", "check_message", "check_batch", "topic_illegal", "MAX_TOPIC_LENGTH",
-           "consumable"]
+__all__ = ["CommitLog", "check_message", "check_batch", "check_packed_batch", "topic_illegal",
+           "MAX_TOPIC_LENGTH", "consumable"]
 
 #: ``Byte.MAX_VALUE``: the longest topic a 4.x record can carry.
 MAX_TOPIC_LENGTH = 127
@@ -119,18 +119,9 @@ def check_batch(records, max_message_size):
     first = records[0]
     topic, queue_id = first.topic, first.queue_id
     body_length = getattr(records, "body_length", None)
-    if (topic_illegal(topic) or (body_length is not None and body_length > max_message_size)
-            or first.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE):
+    if not _batch_head_legal(first, body_length, getattr(records, "properties", None),
+                             max_message_size):
         return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-    batch_properties = getattr(records, "properties", None)
-    if batch_properties is not None:
-        if batch_delay_level(batch_properties) > 0:
-            return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-        batch_length = len(msg.properties_to_string(batch_properties).encode(
-            "utf-8", "surrogateescape"))
-        if batch_length > msg.MAX_PROPERTIES_LENGTH:
-            raise CodecError("the batch's properties of %d bytes exceed %d"
-                             % (batch_length, msg.MAX_PROPERTIES_LENGTH))
     topic_length = len(_topic_bytes(topic))
     if speedups is not None:
         checked = speedups.check_batch_records(records, topic, queue_id, topic_length)
@@ -162,6 +153,40 @@ def check_batch(records, max_message_size):
     if body_length is None and client_length > max_message_size:
         return PutMessageStatus.MESSAGE_ILLEGAL, None, None
     return PUT_OK, properties, total
+
+
+def _batch_head_legal(first, body_length, batch_properties, max_message_size,
+                      batch_raw=None):
+    """:func:`check_batch`'s checks of what the records share (``first``'s topic and sys
+    flag, the body length and the batch's properties, ``batch_raw`` their string as UTF-8
+    when known): False for MESSAGE_ILLEGAL, CodecError where Java throws."""
+    if (topic_illegal(first.topic)
+            or (body_length is not None and body_length > max_message_size)
+            or first.sys_flag & msg.TRANSACTION_ROLLBACK_TYPE):
+        return False
+    if batch_properties is not None:
+        if batch_delay_level(batch_properties) > 0:
+            return False
+        if batch_raw is None:
+            batch_raw = msg.properties_to_string(batch_properties).encode(
+                "utf-8", "surrogateescape")
+        if len(batch_raw) > msg.MAX_PROPERTIES_LENGTH:
+            raise CodecError("the batch's properties of %d bytes exceed %d"
+                             % (len(batch_raw), msg.MAX_PROPERTIES_LENGTH))
+    return True
+
+
+def check_packed_batch(batch, max_message_size):
+    """:func:`check_batch` of a :class:`~rmqproto.codec.message.PackedBatch`: its records
+    share all but their flags, bodies and properties, and its stored properties strings
+    were measured when it was packed, so only what they share is checked. The properties
+    list is None (the writer takes the strings from the body)."""
+    prototype = batch.prototype
+    if not _batch_head_legal(prototype, batch.body_length, batch.properties, max_message_size,
+                             batch.batch_raw):
+        return PutMessageStatus.MESSAGE_ILLEGAL, None, None
+    overhead = msg.record_length(prototype.sys_flag, 0, len(_topic_bytes(prototype.topic)), 0)
+    return PUT_OK, None, batch.count * overhead + batch.payload
 
 
 #: ``Integer.parseInt``, as ``getDelayTimeLevel`` reads ``DELAY``.
@@ -237,10 +262,13 @@ class CommitLog:
         size it measured) contiguously (one segment, consecutive queue offsets), encoded in
         one pass straight into the segment's mapping
         (:func:`~rmqproto.codec.message.write_stored_batch`); each record gets its offsets,
-        store timestamp and body CRC. A record that is not consumable (a prepared or
+        store timestamp and body CRC. A :class:`~rmqproto.codec.message.PackedBatch` that
+        passed :func:`check_packed_batch` is written from its body
+        (:func:`~rmqproto.codec.message.write_packed_batch`), with no records. A record that is not consumable (a prepared or
         rolled-back transaction, only ever alone) gets queue offset 0 and leaves the
         queue's counter as it is, as Java's ``doAppend``."""
-        first = records[0]
+        packed = isinstance(records, msg.PackedBatch)
+        first = records.prototype if packed else records[0]
         key = (first.topic, first.queue_id)
         files = self.queue.files
         mapped = files[-1] if files else None
@@ -252,9 +280,14 @@ class CommitLog:
         begin_offset = mapped.file_from_offset + position
         is_consumable = consumable(first.sys_flag)
         begin_queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
-        ids, dispatch_fields = msg.write_stored_batch(
-            mapped.mm, position, total, records, properties, store_timestamp, begin_offset,
-            begin_queue_offset)
+        if packed:
+            ids, dispatch_fields = msg.write_packed_batch(
+                mapped.mm, position, total, records, store_timestamp, begin_offset,
+                begin_queue_offset)
+        else:
+            ids, dispatch_fields = msg.write_stored_batch(
+                mapped.mm, position, total, records, properties, store_timestamp,
+                begin_offset, begin_queue_offset)
         mapped.wrote_position = position + total
         mapped.store_timestamp = store_timestamp
         if is_consumable:

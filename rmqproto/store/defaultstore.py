@@ -24,8 +24,8 @@ from rmqproto.codec.fastjson import java_double_str
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store import recovery
-from rmqproto.store.commitlog import (CommitLog, check_batch, check_message, consumable,
-                                      delay_level, topic_illegal)
+from rmqproto.store.commitlog import (CommitLog, check_batch, check_message, check_packed_batch,
+                                      consumable, delay_level, topic_illegal)
 from rmqproto.store.config import STORE_SETTINGS, store_paths
 from rmqproto.store.consumequeue import ConsumeQueue, names_a_directory
 from rmqproto.store.dispatch import (SCHEDULE_TOPIC, ReputService, consume_queue_runs,
@@ -493,13 +493,16 @@ class DefaultMessageStore:
     def put_messages(self, records, wait_store_msg_ok=True):
         """See :class:`IMessageStore`; a failed Deferred (CodecError) where Java's batch encoder
         throws (:func:`check_batch`)."""
-        if not isinstance(records, list):
+        packed = isinstance(records, msg.PackedBatch)  # written from its body, no records
+        if not packed and not isinstance(records, list):
             records = list(records)
         status = self._store_status()
         if status is PUT_OK:
-            self._fix_batch_host_flags(records)
+            if not packed:
+                self._fix_batch_host_flags(records)  # a packed batch's hosts are IPv4
             try:
-                status, properties, total = check_batch(records, self.config["maxMessageSize"])
+                status, properties, total = (check_packed_batch if packed else check_batch)(
+                    records, self.config["maxMessageSize"])
             except CodecError:
                 return defer.fail()
         if status is not PUT_OK:

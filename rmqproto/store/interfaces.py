@@ -46,7 +46,9 @@ class IMessageStore(Interface):
     def put_messages(records, wait_store_msg_ok=True):
         """Append a batch: ``records`` of one topic and queue, stored contiguously; a
         ``Deferred`` of one :class:`PutMessageResult` for all of them (reference §3.6).
-        ``wait_store_msg_ok`` as for :meth:`put_message` (the batch's ``WAIT``)."""
+        ``wait_store_msg_ok`` as for :meth:`put_message` (the batch's ``WAIT``). The broker
+        hands a :class:`~rmqproto.codec.message.PackedBatch` where it can: a sequence of
+        the records that makes them only when read, so a store may write it whole."""
 
     def get_message(group, topic, queue_id, offset, max_msg_nums, message_filter=None):
         """Read up to ``max_msg_nums`` messages of one queue from logical ``offset``.

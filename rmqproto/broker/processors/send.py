@@ -36,7 +36,7 @@ from rmqproto.codec.message import (
     MULTI_TAGS_FLAG, PROPERTY_CLUSTER, PROPERTY_MSG_REGION,
     PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TRACE_SWITCH,
     PROPERTY_TRANSACTION_PREPARED, PROPERTY_WAIT_STORE_MSG_OK, TRANSACTION_NOT_TYPE,
-    TRANSACTION_ROLLBACK_TYPE, MessageRecord, decode_batch_records, pick_properties,
+    TRANSACTION_ROLLBACK_TYPE, MessageRecord, pack_batch, pick_properties,
     string_to_properties,
 )
 from rmqproto.codec.native import speedups
@@ -383,8 +383,8 @@ class SendMessageProcessor:
     def batch_records(self, header, body, topic_config, queue_id, context):
         """The records ``asyncSendBatchMessage`` stores (reference §3.6): each batch message's
         own properties bytes, then the batch's string (the header's properties and
-        ``CLUSTER``, in ``HashMap`` order), as ``decode_batch_records`` gives them; and the
-        batch's ``WAIT`` (the header's, as Java's ``MessageExtBatch``). A request without a
+        ``CLUSTER``, in ``HashMap`` order), as ``decode_batch_records`` gives them (packed:
+        ``pack_batch``, which makes them only when read); and the batch's ``WAIT`` (the header's, as Java's ``MessageExtBatch``). A request without a
         body raises CodecError (Java: a NullPointerException, SYSTEM_ERROR)."""
         if not body:
             raise CodecError("a batch request needs a body")
@@ -396,5 +396,5 @@ class SendMessageProcessor:
             header.topic, queue_id=queue_id, sys_flag=self._sys_flag(header, topic_config),
             born_timestamp=header.born_timestamp, born_host=_born_host(context),
             store_host=self.store_host, reconsume_times=header.reconsume_times or 0, body_crc=0)
-        return (decode_batch_records(body, batch_properties, prototype),
+        return (pack_batch(body, batch_properties, prototype),
                 wait_store_msg_ok(batch_properties))
