@@ -1368,6 +1368,136 @@ batch_message_properties(const unsigned char *own, Py_ssize_t n, PyObject *batch
     return properties;
 }
 
+/* ---- the properties of a batch's messages, by the first one's pattern ----
+ * The messages of one batch usually carry the same names in the same order (a unique key,
+ * often keys and tags), only their values differ. Once a message's dict was made by
+ * batch_message_properties, a later message whose own string is plain (ASCII fragments,
+ * each a non-empty name and value, no name twice) with the same names in the same order
+ * gets a copy of that dict with its own values set: the same keys, order and values,
+ * without decoding and parsing its string nor merging the batch's dict again. */
+#define PATTERN_NAMES 8
+
+typedef struct {
+    int count;
+    const unsigned char *name[PATTERN_NAMES], *value[PATTERN_NAMES];
+    Py_ssize_t name_length[PATTERN_NAMES], value_length[PATTERN_NAMES];
+} PlainFragments;
+
+/* Split own (n bytes) into f when it is plain: 1, else 0. */
+static int
+plain_fragments(const unsigned char *own, Py_ssize_t n, PlainFragments *f)
+{
+    f->count = 0;
+    for (Py_ssize_t start = 0; start < n;) {
+        Py_ssize_t end = start, eq = -1;
+        for (; end < n && own[end] != PROPERTY_SEPARATOR; end++) {
+            if (own[end] >= 0x80)
+                return 0;
+            if (own[end] == NAME_VALUE_SEPARATOR && eq < 0)
+                eq = end;
+        }
+        if (eq <= start || end <= eq + 1 || f->count == PATTERN_NAMES)
+            return 0;
+        for (int j = 0; j < f->count; j++) {
+            if (f->name_length[j] == eq - start
+                    && memcmp(f->name[j], own + start, eq - start) == 0)
+                return 0;
+        }
+        f->name[f->count] = own + start;
+        f->name_length[f->count] = eq - start;
+        f->value[f->count] = own + eq + 1;
+        f->value_length[f->count] = end - eq - 1;
+        f->count++;
+        start = end + 1;
+    }
+    return 1;
+}
+
+typedef struct {
+    PyObject *dict;                /* a private copy of the first plain message's dict */
+    PyObject *key[PATTERN_NAMES];  /* its first keys, the names (borrowed from dict) */
+    int batch_wins[PATTERN_NAMES]; /* the batch's value stays for that key */
+    PlainFragments names;          /* pointing into the batch body */
+} PropertiesPattern;
+
+static void
+clear_pattern(PropertiesPattern *pattern)
+{
+    Py_CLEAR(pattern->dict);
+}
+
+/* Whether f has the pattern's names in its order. */
+static int
+same_names(const PlainFragments *f, const PropertiesPattern *pattern)
+{
+    if (pattern->dict == NULL || f->count != pattern->names.count)
+        return 0;
+    for (int j = 0; j < f->count; j++) {
+        if (f->name_length[j] != pattern->names.name_length[j]
+                || memcmp(f->name[j], pattern->names.name[j], f->name_length[j]) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Take properties (made of the plain f) as the pattern when its first keys are f's names:
+ * 0, or -1 with an error set. */
+static int
+learn_pattern(PropertiesPattern *pattern, PyObject *properties, const PlainFragments *f,
+              PyObject *batch_parsed)
+{
+    PyObject *copy = PyDict_Copy(properties), *key, *value;
+    if (copy == NULL)
+        return -1;
+    Py_ssize_t cursor = 0;
+    for (int j = 0; j < f->count; j++) {
+        if (!PyDict_Next(copy, &cursor, &key, &value) || !PyUnicode_Check(key)
+                || !PyUnicode_IS_ASCII(key) || PyUnicode_GET_LENGTH(key) != f->name_length[j]
+                || memcmp(PyUnicode_1BYTE_DATA(key), f->name[j], f->name_length[j]) != 0) {
+            Py_DECREF(copy);
+            return 0;
+        }
+        int wins = PyDict_Contains(batch_parsed, key);
+        if (wins < 0) {
+            Py_DECREF(copy);
+            return -1;
+        }
+        pattern->key[j] = key;
+        pattern->batch_wins[j] = wins;
+    }
+    pattern->dict = copy;
+    pattern->names = *f;
+    return 0;
+}
+
+/* batch_message_properties(own, n, batch_parsed), by the pattern when it fits. */
+static PyObject *
+patterned_properties(PropertiesPattern *pattern, const unsigned char *own, Py_ssize_t n,
+                     PyObject *batch_parsed)
+{
+    PlainFragments f;
+    int plain = plain_fragments(own, n, &f);
+    if (plain && same_names(&f, pattern)) {
+        PyObject *properties = PyDict_Copy(pattern->dict);
+        for (int j = 0; properties != NULL && j < f.count; j++) {
+            if (pattern->batch_wins[j])
+                continue;
+            PyObject *value = PyUnicode_New(f.value_length[j], 127);
+            if (value != NULL)
+                memcpy(PyUnicode_1BYTE_DATA(value), f.value[j], f.value_length[j]);
+            if (value == NULL || PyDict_SetItem(properties, pattern->key[j], value) < 0)
+                Py_CLEAR(properties);
+            Py_XDECREF(value);
+        }
+        return properties;
+    }
+    PyObject *properties = batch_message_properties(own, n, batch_parsed);
+    if (properties != NULL && plain && pattern->dict == NULL
+            && learn_pattern(pattern, properties, &f, batch_parsed) < 0)
+        Py_CLEAR(properties);
+    return properties;
+}
+
 PyDoc_STRVAR(batch_records_doc,
 "batch_records(data, batch_raw, batch_parsed, prototype, record_type) -> list or None\n\n"
 "rmqproto.codec.message.python_batch_records, each record an instance of record_type\n"
@@ -1390,6 +1520,7 @@ batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     PyObject *values[FIELD_COUNT] = {NULL};
     PyObject *records = NULL;
+    PropertiesPattern pattern = {NULL};
     for (int i = 0; i < COUNT(PROTOTYPE_FIELDS); i++) {
         int f = PROTOTYPE_FIELDS[i];
         if ((values[f] = get_field(prototype, f)) == NULL)
@@ -1410,8 +1541,8 @@ batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto malformed;
         values[F_FLAG] = PyLong_FromLong(item.flag);
         values[F_BODY] = PyBytes_FromStringAndSize((const char *)item.body, item.body_length);
-        values[F_PROPERTIES] = batch_message_properties(item.own, item.own_length,
-                                                        batch_parsed);
+        values[F_PROPERTIES] = patterned_properties(&pattern, item.own, item.own_length,
+                                                    batch_parsed);
         values[F_STORED_PROPERTIES] = stored_batch_properties(item.own, item.own_length,
                                                               batch_raw);
         PyObject *record = NULL;
@@ -1441,6 +1572,7 @@ malformed:
 done:
     for (int i = 0; i < FIELD_COUNT; i++)
         Py_XDECREF(values[i]);
+    clear_pattern(&pattern);
     PyBuffer_Release(&view);
     return records;
 }
@@ -2173,6 +2305,7 @@ write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *offset_object = NULL, *queue_offset_object = NULL, *properties = NULL;
     int64_t *crcs = NULL;
     SharedFields shared = {{NULL}};
+    PropertiesPattern pattern = {NULL};
     BatchItem item;
     Py_ssize_t n = 0, pos;
     int shares = ok ? read_shared(args[6], &shared) : 0;
@@ -2214,7 +2347,7 @@ write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         offset_object = i == 0 ? Py_NewRef(args[8]) : PyLong_FromLongLong(offset);
         queue_offset_object = i == 0 ? Py_NewRef(args[9])
             : PyLong_FromLongLong(begin_queue_offset + i);
-        properties = batch_message_properties(item.own, item.own_length, batch_parsed);
+        properties = patterned_properties(&pattern, item.own, item.own_length, batch_parsed);
         if (offset_object == NULL || queue_offset_object == NULL || properties == NULL)
             goto decided;
         PyObject *fields = stored_dispatch_fields(properties, &shared, args[7], offset_object,
@@ -2254,6 +2387,7 @@ decided:
     Py_XDECREF(offset_object);
     Py_XDECREF(queue_offset_object);
     Py_XDECREF(properties);
+    clear_pattern(&pattern);
     clear_shared(&shared);
     PyBuffer_Release(&body_view);
     PyBuffer_Release(&view);

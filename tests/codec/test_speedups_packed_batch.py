@@ -21,7 +21,8 @@ from support.speedups import require_speedups
 from test_batch_records import _batch_body
 from test_speedups import _growth, _outcome
 from test_speedups_batch import (_AT, _BATCH_PROPERTIES, _ITEMS, _STORE_TIMESTAMPS, _all_slots,
-                                 _buffer, _prototypes, _written)
+                                 _batch_args, _buffer, _prototypes, _same_batch_records,
+                                 _written)
 
 require_speedups()
 
@@ -88,6 +89,71 @@ def test_usual_batches_are_packed(items, batch_properties, offset, queue_offset)
     packed = _same_writes(_batch_body(items), batch_properties, _usual_prototype(),
                           1_700_000_000_123, offset, queue_offset)
     assert isinstance(packed, m.PackedBatch) and len(packed) == len(items)
+
+
+_PATTERN_NAMES = st.lists(st.sampled_from(["UNIQ_KEY", "KEYS", "TAGS", "WAIT", "C", "a", "é",
+                                          "n1", "n2"]), min_size=1, max_size=9, unique=True)
+_PATTERN_VALUES = st.one_of(st.sampled_from(["v", "true", "k1 k2"]),
+                            st.text(st.characters(min_codepoint=3, max_codepoint=0x7F),
+                                    min_size=1, max_size=8),
+                            st.sampled_from(["é", "a\x01b", ""]))
+#: How a message may stray from its batch's pattern of names.
+_STRAYS = st.sampled_from(["", "", "", "", "swap", "drop", "twice", "extra", "separator",
+                           "not ascii"])
+
+
+@st.composite
+def _patterned_bodies(draw):
+    """A batch whose messages mostly carry the same names in the same order (as clients'
+    do), some straying from it, with values plain and not."""
+    names = draw(_PATTERN_NAMES)
+    items = []
+    for flag in range(draw(st.integers(1, 6))):
+        pairs = [(n, draw(_PATTERN_VALUES)) for n in names]
+        stray = draw(_STRAYS)
+        if stray == "swap" and len(pairs) > 1:
+            pairs[0], pairs[-1] = pairs[-1], pairs[0]
+        elif stray == "drop":
+            pairs.pop()
+        elif stray == "twice":
+            pairs.append(pairs[0])
+        elif stray == "extra":
+            pairs.append(("zz", "v"))
+        own = "\x02".join(n + "\x01" + v for n, v in pairs).encode("utf-8", "surrogateescape")
+        if stray == "separator":
+            own += b"\x02"
+        elif stray == "not ascii":
+            own += b"\x02x\x01\xff"
+        items.append((flag, b"m%d" % flag, own))
+    return _batch_body(items)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_patterned_bodies(), _BATCH_PROPERTIES, _OFFSETS)
+def test_messages_of_one_pattern(data, batch_properties, offset):
+    """Messages with the names of the first in the same order get that message's dict
+    copied with their own values: the same keys, order and values as parsing gives."""
+    _same_batch_records(data, *_batch_args(batch_properties), _usual_prototype())
+    _same_writes(data, batch_properties, _usual_prototype(), 7, offset, 0)
+
+
+def test_a_pattern_is_copied_not_parsed_again():
+    """The later messages' dicts share the first one's key objects (a parse makes new ones
+    for names that are not interned), and the batch's value wins where it should."""
+    items = [(i, b"m", b"n1\x01v%d\x02WAIT\x01false\x02n2\x01w%d" % (i, i)) for i in range(3)]
+    data, batch = _batch_body(items), {"WAIT": "true", "C": "d"}
+    records = speedups.batch_records(data, *_batch_args(batch), _usual_prototype(),
+                                     m.BatchRecord)
+    packed = m.pack_batch(data, batch, _usual_prototype())
+    total = commitlog.check_packed_batch(packed, 1 << 30)[2]
+    dispatched = [f[7] for f in m.write_packed_batch(bytearray(total), 0, total, packed, 1, 0,
+                                                     0)[1]]
+    for dicts in ([r.properties for r in records], dispatched):
+        assert [list(d.items()) for d in dicts] == [
+            [("n1", "v%d" % i), ("WAIT", "true"), ("n2", "w%d" % i), ("C", "d")]
+            for i in range(3)]
+        first = list(dicts[0])
+        assert all(a is b for d in dicts[1:] for a, b in zip(d, first))
 
 
 def test_the_separator_rule_of_stored_properties():
