@@ -2034,6 +2034,132 @@ stored_dispatch_fields(PyObject *properties, const SharedFields *shared,
     return fields;
 }
 
+/* ---- the writers of a stored batch: write_stored_batch (records) and
+ * write_packed_batch (a batch body) ---- */
+
+/* One record of a batch being stored, measured and its body CRC computed. */
+typedef struct {
+    const unsigned char *body;
+    Py_ssize_t body_length;
+    int64_t flag, size, crc;
+    StoredProperties stored;
+} StoredEntry;
+
+/* What both writers are given besides their records: the buffer, the position and total
+ * (arguments 0 to 2) and the store timestamp and first commit-log and queue offsets
+ * (arguments at, at + 1 and at + 2), as ints and as the objects passed. */
+typedef struct {
+    Py_buffer view;
+    int64_t position, total, store_timestamp, begin_offset, begin_queue_offset;
+    PyObject *store_timestamp_object, *offset_object, *queue_offset_object;
+    int in_range;  /* the last three ints are int64 and the offsets not negative */
+} BatchTarget;
+
+/* Open the target of args: 0, or -1 with an error set (ValueError when total bytes from
+ * position do not fit the buffer). */
+static int
+open_target(PyObject *const *args, int at, BatchTarget *target)
+{
+    int fits = 1, ok = 1;
+    target->position = as_long(args[1], &fits);
+    target->total = as_long(args[2], &fits);
+    target->store_timestamp = as_long(args[at], &ok);
+    target->begin_offset = as_long(args[at + 1], &ok);
+    target->begin_queue_offset = as_long(args[at + 2], &ok);
+    target->store_timestamp_object = args[at];
+    target->offset_object = args[at + 1];
+    target->queue_offset_object = args[at + 2];
+    target->in_range = ok && target->begin_offset >= 0;
+    if (PyObject_GetBuffer(args[0], &target->view, PyBUF_WRITABLE) < 0)
+        return -1;
+    if (!fits || target->position < 0 || target->total < 0
+            || target->total > target->view.len - target->position) {
+        PyBuffer_Release(&target->view);
+        PyErr_SetString(PyExc_ValueError, "the records do not fit the buffer");
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether n entries of total bytes (as the target expects) fit the offsets' range. */
+static int
+entries_fit(const BatchTarget *target, Py_ssize_t n, int64_t total)
+{
+    return target->in_range && n > 0 && total == target->total
+        && target->begin_offset <= INT64_MAX - total
+        && target->begin_queue_offset <= INT64_MAX - (n - 1);
+}
+
+/* A new reference to entry i's properties dict (its dispatch's), or NULL with an error set. */
+typedef PyObject *(*EntryProperties)(void *context, Py_ssize_t i);
+
+/* The message ids and dispatch fields of the n measured entries (records, when not NULL,
+ * get the fields the encoding fills in), then the entries written at the target's position:
+ * (ids, dispatch fields), or NULL with an error set and nothing written. */
+static PyObject *
+store_entries(const BatchTarget *target, const SharedFields *shared, const StoredEntry *entries,
+              Py_ssize_t n, PyObject *records, EntryProperties properties_of, void *context)
+{
+    PyObject *result = NULL, *ids = PyList_New(n), *dispatch = PyList_New(n);
+    PyObject *offset_object = NULL, *queue_offset_object = NULL, *properties = NULL;
+    if (ids == NULL || dispatch == NULL)
+        goto done;
+    int64_t offset = target->begin_offset;
+    for (Py_ssize_t i = 0; i < n; offset += entries[i].size, i++) {
+        PyObject *id = message_id(shared, offset);
+        if (id == NULL)
+            goto done;
+        PyList_SET_ITEM(ids, i, id);
+        /* the first record's offsets are the arguments, as Python stores them */
+        offset_object = i == 0 ? Py_NewRef(target->offset_object) : PyLong_FromLongLong(offset);
+        queue_offset_object = i == 0 ? Py_NewRef(target->queue_offset_object)
+            : PyLong_FromLongLong(target->begin_queue_offset + i);
+        if (offset_object == NULL || queue_offset_object == NULL)
+            goto done;
+        if (records != NULL
+                && set_stored_fields(PySequence_Fast_GET_ITEM(records, i),
+                                     target->store_timestamp_object, entries[i].crc,
+                                     offset_object, queue_offset_object) < 0)
+            goto done;
+        if ((properties = properties_of(context, i)) == NULL)
+            goto done;
+        PyObject *fields = stored_dispatch_fields(properties, shared,
+                                                  target->store_timestamp_object,
+                                                  offset_object, queue_offset_object,
+                                                  entries[i].size);
+        if (fields == NULL)
+            goto done;
+        PyList_SET_ITEM(dispatch, i, fields);
+        Py_CLEAR(offset_object);
+        Py_CLEAR(queue_offset_object);
+        Py_CLEAR(properties);
+    }
+    /* last: the bytes, which cannot fail half-way */
+    unsigned char *p = (unsigned char *)target->view.buf + target->position;
+    offset = target->begin_offset;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const StoredEntry *e = &entries[i];
+        write_record(p, shared, e->size, e->crc, e->flag, target->begin_queue_offset + i,
+                     offset, target->store_timestamp, e->body, e->body_length, &e->stored);
+        offset += e->size;
+        p += e->size;
+    }
+    result = PyTuple_Pack(2, ids, dispatch);
+done:
+    Py_XDECREF(ids);
+    Py_XDECREF(dispatch);
+    Py_XDECREF(offset_object);
+    Py_XDECREF(queue_offset_object);
+    Py_XDECREF(properties);
+    return result;
+}
+
+static PyObject *
+record_properties(void *records, Py_ssize_t i)
+{
+    return get_field(PySequence_Fast_GET_ITEM((PyObject *)records, i), F_PROPERTIES);
+}
+
 PyDoc_STRVAR(write_stored_batch_doc,
 "write_stored_batch(buffer, position, total, records, properties, store_timestamp,\n"
 "                   commit_log_offset, queue_offset) -> (ids, dispatch fields) or None\n\n"
@@ -2052,46 +2178,34 @@ write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                      "write_stored_batch takes buffer, position and total (ints), records, "
                      "properties, store_timestamp, commit_log_offset and queue_offset") < 0)
         return NULL;
-    int fits = 1, ok = 1;
-    int64_t position = as_long(args[1], &fits), expected = as_long(args[2], &fits);
-    int64_t store_timestamp = as_long(args[5], &ok);
-    int64_t begin_offset = as_long(args[6], &ok);
-    int64_t begin_queue_offset = as_long(args[7], &ok);
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+    BatchTarget target;
+    if (open_target(args, 5, &target) < 0)
         return NULL;
-    if (!fits || position < 0 || expected < 0 || expected > view.len - position) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "the records do not fit the buffer");
-        return NULL;
-    }
     PyObject *records = PySequence_Fast(args[3], "records must be iterable");
     PyObject *properties = records == NULL ? NULL
         : PySequence_Fast(args[4], "properties must be iterable");
     if (properties == NULL) {
         Py_XDECREF(records);
-        PyBuffer_Release(&view);
+        PyBuffer_Release(&target.view);
         return NULL;
     }
     SharedFields shared = {{NULL}};
-    PyObject *result = NULL, *ids = NULL, *dispatch = NULL;
-    PyObject *offset_object = NULL, *queue_offset_object = NULL;
-    int64_t *flags = NULL, *crcs = NULL;
+    PyObject *result = NULL;
+    StoredEntry *entries = NULL;
     PyObject **bodies = NULL;
     int shares = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(records);
-    if (!ok || n == 0 || n != PySequence_Fast_GET_SIZE(properties) || begin_offset < 0
-            || begin_queue_offset > INT64_MAX - (n - 1))
+    if (!target.in_range || n == 0 || n != PySequence_Fast_GET_SIZE(properties)
+            || target.begin_queue_offset > INT64_MAX - (n - 1))
         goto other;
     shares = read_shared(PySequence_Fast_GET_ITEM(records, 0), &shared);
     if (shares <= 0)
         goto not_shared;
-    /* first pass: every record is checked, measured and its CRC computed before anything
-     * is changed */
-    flags = PyMem_Malloc(n * sizeof(int64_t));
-    crcs = PyMem_Malloc(n * sizeof(int64_t));
+    /* first: every record is checked, measured and its CRC computed before anything is
+     * changed */
+    entries = PyMem_Calloc(n, sizeof(StoredEntry));
     bodies = PyMem_Calloc(n, sizeof(PyObject *));
-    if (flags == NULL || crcs == NULL || bodies == NULL) {
+    if (entries == NULL || bodies == NULL) {
         PyErr_NoMemory();
         goto decided;
     }
@@ -2100,74 +2214,32 @@ write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *record = PySequence_Fast_GET_ITEM(records, i);
         PyObject *props = PySequence_Fast_GET_ITEM(properties, i);
+        StoredEntry *e = &entries[i];
+        int ok = 1;
         shares = i == 0 ? 1 : shares_fields(record, &shared);
         if (shares <= 0)
             goto not_shared;
         if ((bodies[i] = get_field(record, F_BODY)) == NULL)
             goto decided;
-        flags[i] = long_field(record, F_FLAG, &ok);
+        e->flag = long_field(record, F_FLAG, &ok);
         if (ok < 0)
             goto decided;
         if (!ok || !PyBytes_Check(bodies[i]) || !PyBytes_Check(props)
                 || PyBytes_GET_SIZE(props) > MAX_PROPERTIES_LENGTH
-                || flags[i] < INT32_MIN || flags[i] > INT32_MAX)
+                || e->flag < INT32_MIN || e->flag > INT32_MAX)
             goto other;
-        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i]) + PyBytes_GET_SIZE(props);
-        if (size > INT32_MAX || total > INT64_MAX - begin_offset - size)
+        e->body = (const unsigned char *)PyBytes_AS_STRING(bodies[i]);
+        e->body_length = PyBytes_GET_SIZE(bodies[i]);
+        e->stored = whole_properties(props);
+        e->size = overhead + e->body_length + stored_length(&e->stored);
+        if (e->size > INT32_MAX || total > INT64_MAX - e->size)
             goto other;
-        total += size;
-        crcs[i] = masked_crc32((const unsigned char *)PyBytes_AS_STRING(bodies[i]),
-                               PyBytes_GET_SIZE(bodies[i]));
+        total += e->size;
+        e->crc = masked_crc32(e->body, e->body_length);
     }
-    if (total != expected)
+    if (!entries_fit(&target, n, total))
         goto other;
-    /* second pass: fill in what the encoding gives each record */
-    if ((ids = PyList_New(n)) == NULL || (dispatch = PyList_New(n)) == NULL)
-        goto decided;
-    int64_t offset = begin_offset;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *record = PySequence_Fast_GET_ITEM(records, i);
-        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i])
-            + PyBytes_GET_SIZE(PySequence_Fast_GET_ITEM(properties, i));
-        PyObject *id = message_id(&shared, offset);
-        if (id == NULL)
-            goto decided;
-        PyList_SET_ITEM(ids, i, id);
-        /* the first record's offsets are the arguments, as Python stores them */
-        offset_object = i == 0 ? Py_NewRef(args[6]) : PyLong_FromLongLong(offset);
-        queue_offset_object = i == 0 ? Py_NewRef(args[7])
-            : PyLong_FromLongLong(begin_queue_offset + i);
-        if (offset_object == NULL || queue_offset_object == NULL
-                || set_stored_fields(record, args[5], crcs[i], offset_object,
-                                     queue_offset_object) < 0)
-            goto decided;
-        PyObject *record_properties = get_field(record, F_PROPERTIES);
-        if (record_properties == NULL)
-            goto decided;
-        PyObject *fields = stored_dispatch_fields(record_properties, &shared, args[5],
-                                                  offset_object, queue_offset_object, size);
-        Py_DECREF(record_properties);
-        if (fields == NULL)
-            goto decided;
-        PyList_SET_ITEM(dispatch, i, fields);
-        Py_CLEAR(offset_object);
-        Py_CLEAR(queue_offset_object);
-        offset += size;
-    }
-    /* last: the bytes, which cannot fail half-way */
-    unsigned char *p = (unsigned char *)view.buf + position;
-    offset = begin_offset;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *props = PySequence_Fast_GET_ITEM(properties, i);
-        int64_t size = overhead + PyBytes_GET_SIZE(bodies[i]) + PyBytes_GET_SIZE(props);
-        StoredProperties stored = whole_properties(props);
-        write_record(p, &shared, size, crcs[i], flags[i], begin_queue_offset + i, offset,
-                     store_timestamp, (const unsigned char *)PyBytes_AS_STRING(bodies[i]),
-                     PyBytes_GET_SIZE(bodies[i]), &stored);
-        offset += size;
-        p += size;
-    }
-    result = PyTuple_Pack(2, ids, dispatch);
+    result = store_entries(&target, &shared, entries, n, records, record_properties, records);
     goto decided;
 not_shared:
     if (shares < 0)
@@ -2180,16 +2252,11 @@ decided:
             Py_XDECREF(bodies[i]);
     }
     PyMem_Free(bodies);
-    PyMem_Free(crcs);
-    PyMem_Free(flags);
-    Py_XDECREF(ids);
-    Py_XDECREF(dispatch);
-    Py_XDECREF(offset_object);
-    Py_XDECREF(queue_offset_object);
+    PyMem_Free(entries);
     clear_shared(&shared);
     Py_DECREF(records);
     Py_DECREF(properties);
-    PyBuffer_Release(&view);
+    PyBuffer_Release(&target.view);
     return result;
 }
 
@@ -2272,6 +2339,22 @@ PyDoc_STRVAR(write_packed_batch_doc,
 "bytes. ValueError when they do not fit the buffer at position; None for any other batch\n"
 "(the caller makes the records and writes them); either way with nothing written.");
 
+/* The dispatch's properties of a packed batch's messages. */
+typedef struct {
+    const StoredEntry *entries;
+    PyObject *batch_parsed;
+    PropertiesPattern pattern;
+} PackedProperties;
+
+static PyObject *
+packed_properties(void *context, Py_ssize_t i)
+{
+    PackedProperties *packed = context;
+    const StoredProperties *stored = &packed->entries[i].stored;
+    return patterned_properties(&packed->pattern, stored->first, stored->first_length,
+                                packed->batch_parsed);
+}
+
 static PyObject *
 write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2281,99 +2364,56 @@ write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                      "batch_raw (bytes), batch_parsed (dict), prototype, store_timestamp, "
                      "commit_log_offset and queue_offset") < 0)
         return NULL;
-    int fits = 1, ok = 1;
-    int64_t position = as_long(args[1], &fits), expected = as_long(args[2], &fits);
-    int64_t store_timestamp = as_long(args[7], &ok);
-    int64_t begin_offset = as_long(args[8], &ok);
-    int64_t begin_queue_offset = as_long(args[9], &ok);
-    Py_buffer view, body_view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+    BatchTarget target;
+    Py_buffer body_view;
+    if (open_target(args, 7, &target) < 0)
         return NULL;
-    if (!fits || position < 0 || expected < 0 || expected > view.len - position) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "the records do not fit the buffer");
-        return NULL;
-    }
     if (PyObject_GetBuffer(args[3], &body_view, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&view);
+        PyBuffer_Release(&target.view);
         return NULL;
     }
     const unsigned char *data = body_view.buf;
     const unsigned char *batch = (const unsigned char *)PyBytes_AS_STRING(args[4]);
     Py_ssize_t batch_length = PyBytes_GET_SIZE(args[4]);
-    PyObject *batch_parsed = args[5], *result = NULL, *ids = NULL, *dispatch = NULL;
-    PyObject *offset_object = NULL, *queue_offset_object = NULL, *properties = NULL;
-    int64_t *crcs = NULL;
+    PyObject *result = NULL;
+    StoredEntry *entries = NULL;
     SharedFields shared = {{NULL}};
-    PropertiesPattern pattern = {NULL};
+    PackedProperties properties = {NULL, args[5], {NULL}};
     BatchItem item;
     Py_ssize_t n = 0, pos;
-    int shares = ok ? read_shared(args[6], &shared) : 0;
+    int shares = target.in_range ? read_shared(args[6], &shared) : 0;
     if (shares <= 0)
         goto not_shared;
-    /* first pass: the messages are counted and measured before anything is made */
-    int64_t overhead = record_overhead(0, PyBytes_GET_SIZE(shared.topic)), total = 0;
+    /* first: the messages are counted, then measured and their CRCs computed */
     for (pos = 0; pos < body_view.len; pos = item.next, n++) {
         if (!read_batch_item(data, pos, body_view.len, &item))
             goto other;
-        StoredProperties stored = batch_message_stored(&item, batch, batch_length);
-        int64_t size = overhead + item.body_length + stored_length(&stored);
-        if (stored_length(&stored) > MAX_PROPERTIES_LENGTH || size > INT32_MAX)
-            goto other;
-        total += size;
     }
-    if (n == 0 || total != expected || begin_offset < 0 || begin_offset > INT64_MAX - total
-            || begin_queue_offset > INT64_MAX - (n - 1))
+    if (n == 0)
         goto other;
-    /* second pass: what the dispatch and the answer need, and the CRCs */
-    if ((crcs = PyMem_Malloc(n * sizeof(int64_t))) == NULL) {
+    if ((entries = PyMem_Calloc(n, sizeof(StoredEntry))) == NULL) {
         PyErr_NoMemory();
         goto decided;
     }
-    if ((ids = PyList_New(n)) == NULL || (dispatch = PyList_New(n)) == NULL)
-        goto decided;
-    int64_t offset = begin_offset;
+    int64_t overhead = record_overhead(0, PyBytes_GET_SIZE(shared.topic)), total = 0;
     pos = 0;
-    for (Py_ssize_t i = 0; i < n; i++, pos = item.next) {
+    for (Py_ssize_t i = 0; i < n; pos = item.next, i++) {
+        StoredEntry *e = &entries[i];
         read_batch_item(data, pos, body_view.len, &item);
-        StoredProperties stored = batch_message_stored(&item, batch, batch_length);
-        int64_t size = overhead + item.body_length + stored_length(&stored);
-        crcs[i] = masked_crc32(item.body, item.body_length);
-        PyObject *id = message_id(&shared, offset);
-        if (id == NULL)
-            goto decided;
-        PyList_SET_ITEM(ids, i, id);
-        /* the first record's offsets are the arguments, as write_stored_batch's */
-        offset_object = i == 0 ? Py_NewRef(args[8]) : PyLong_FromLongLong(offset);
-        queue_offset_object = i == 0 ? Py_NewRef(args[9])
-            : PyLong_FromLongLong(begin_queue_offset + i);
-        properties = patterned_properties(&pattern, item.own, item.own_length, batch_parsed);
-        if (offset_object == NULL || queue_offset_object == NULL || properties == NULL)
-            goto decided;
-        PyObject *fields = stored_dispatch_fields(properties, &shared, args[7], offset_object,
-                                                  queue_offset_object, size);
-        if (fields == NULL)
-            goto decided;
-        PyList_SET_ITEM(dispatch, i, fields);
-        Py_CLEAR(offset_object);
-        Py_CLEAR(queue_offset_object);
-        Py_CLEAR(properties);
-        offset += size;
+        e->body = item.body;
+        e->body_length = item.body_length;
+        e->flag = item.flag;
+        e->stored = batch_message_stored(&item, batch, batch_length);
+        e->size = overhead + item.body_length + stored_length(&e->stored);
+        if (stored_length(&e->stored) > MAX_PROPERTIES_LENGTH || e->size > INT32_MAX)
+            goto other;
+        total += e->size;
+        e->crc = masked_crc32(e->body, e->body_length);
     }
-    /* last: the bytes, which cannot fail half-way */
-    unsigned char *p = (unsigned char *)view.buf + position;
-    offset = begin_offset;
-    pos = 0;
-    for (Py_ssize_t i = 0; i < n; i++, pos = item.next) {
-        read_batch_item(data, pos, body_view.len, &item);
-        StoredProperties stored = batch_message_stored(&item, batch, batch_length);
-        int64_t size = overhead + item.body_length + stored_length(&stored);
-        write_record(p, &shared, size, crcs[i], item.flag, begin_queue_offset + i, offset,
-                     store_timestamp, item.body, item.body_length, &stored);
-        offset += size;
-        p += size;
-    }
-    result = PyTuple_Pack(2, ids, dispatch);
+    if (!entries_fit(&target, n, total))
+        goto other;
+    properties.entries = entries;
+    result = store_entries(&target, &shared, entries, n, NULL, packed_properties, &properties);
     goto decided;
 not_shared:
     if (shares < 0)
@@ -2381,16 +2421,11 @@ not_shared:
 other:
     result = Py_NewRef(Py_None);
 decided:
-    PyMem_Free(crcs);
-    Py_XDECREF(ids);
-    Py_XDECREF(dispatch);
-    Py_XDECREF(offset_object);
-    Py_XDECREF(queue_offset_object);
-    Py_XDECREF(properties);
-    clear_pattern(&pattern);
+    PyMem_Free(entries);
+    clear_pattern(&properties.pattern);
     clear_shared(&shared);
     PyBuffer_Release(&body_view);
-    PyBuffer_Release(&view);
+    PyBuffer_Release(&target.view);
     return result;
 }
 
