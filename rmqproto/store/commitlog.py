@@ -264,9 +264,10 @@ class CommitLog:
         (:func:`~rmqproto.codec.message.write_stored_batch`); each record gets its offsets,
         store timestamp and body CRC. A :class:`~rmqproto.codec.message.PackedBatch` that
         passed :func:`check_packed_batch` is written from its body
-        (:func:`~rmqproto.codec.message.write_packed_batch`), with no records. A record that is not consumable (a prepared or
-        rolled-back transaction, only ever alone) gets queue offset 0 and leaves the
-        queue's counter as it is, as Java's ``doAppend``."""
+        (:func:`~rmqproto.codec.message.write_packed_batch`), with no records. A record
+        that is not consumable (a prepared or rolled-back transaction, only ever alone)
+        gets queue offset 0 and leaves the queue's counter as it is, as Java's
+        ``doAppend``."""
         packed = isinstance(records, msg.PackedBatch)
         first = records.prototype if packed else records[0]
         key = (first.topic, first.queue_id)

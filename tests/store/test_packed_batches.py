@@ -24,7 +24,8 @@ def _body(count, size, start=0):
     """A batch body as the Java client encodes it: keys, tags and a unique key each."""
     items = []
     for i in range(start, start + count):
-        own = msg.properties_to_string({"KEYS": "key-%d order-%d" % (i % 5, i), "TAGS": "T%d" % (i % 3),
+        own = msg.properties_to_string({"KEYS": "key-%d order-%d" % (i % 5, i),
+                                        "TAGS": "T%d" % (i % 3),
                                         "UNIQ_KEY": "UNIQ%08d" % i}).encode()
         body = bytes([i % 256]) * size
         items.append(b"".join([(20 + len(body) + 2 + len(own)).to_bytes(4, "big"),

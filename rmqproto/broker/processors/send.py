@@ -384,8 +384,9 @@ class SendMessageProcessor:
         """The records ``asyncSendBatchMessage`` stores (reference §3.6): each batch message's
         own properties bytes, then the batch's string (the header's properties and
         ``CLUSTER``, in ``HashMap`` order), as ``decode_batch_records`` gives them (packed:
-        ``pack_batch``, which makes them only when read); and the batch's ``WAIT`` (the header's, as Java's ``MessageExtBatch``). A request without a
-        body raises CodecError (Java: a NullPointerException, SYSTEM_ERROR)."""
+        ``pack_batch``, which makes them only when read); and the batch's ``WAIT`` (the
+        header's, as Java's ``MessageExtBatch``). A request without a body raises
+        CodecError (Java: a NullPointerException, SYSTEM_ERROR)."""
         if not body:
             raise CodecError("a batch request needs a body")
         batch_properties = string_to_properties(header.properties)
