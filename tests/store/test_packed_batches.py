@@ -7,12 +7,12 @@ import itertools
 import pytest
 
 from rmqproto.codec import message as msg
-from rmqproto.codec.native import speedups
 from rmqproto.store.results import PutMessageStatus as S
 from store_support import STORE_HOST
+from support.speedups import require_speedups
 from test_defaultstore import check_consistent
 
-pytestmark = pytest.mark.skipif(speedups is None, reason="a batch is packed with the C speedups")
+require_speedups()  # a batch is packed only with the C speedups
 
 
 def _prototype(topic="TopicA", queue_id=0):
