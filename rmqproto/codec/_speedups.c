@@ -2330,13 +2330,13 @@ measure_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 PyDoc_STRVAR(write_packed_batch_doc,
 "write_packed_batch(buffer, position, total, data, batch_raw, batch_parsed, prototype,\n"
-"                   store_timestamp, commit_log_offset, queue_offset)\n"
+"                   store_timestamp, commit_log_offset, queue_offset, count)\n"
 "    -> (ids, dispatch fields) or None\n\n"
 "write_stored_batch of the records decode_batch_records(data, ...) would make, straight\n"
 "from the batch body data (batch_raw: the batch's properties string as UTF-8,\n"
 "batch_parsed: what parsing it gives) without making them, for a batch whose prototype's\n"
-"shared fields are those write_stored_batch encodes in C and whose records are total\n"
-"bytes. ValueError when they do not fit the buffer at position; None for any other batch\n"
+"shared fields are those write_stored_batch encodes in C and whose count records are\n"
+"total bytes. ValueError when they do not fit the buffer at position; None for any other batch\n"
 "(the caller makes the records and writes them); either way with nothing written.");
 
 /* The dispatch's properties of a packed batch's messages. */
@@ -2358,11 +2358,12 @@ packed_properties(void *context, Py_ssize_t i)
 static PyObject *
 write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (arguments_ok(nargs == 10 && PyLong_Check(args[1]) && PyLong_Check(args[2])
-                     && PyBytes_Check(args[4]) && PyDict_Check(args[5]),
+    if (arguments_ok(nargs == 11 && PyLong_Check(args[1]) && PyLong_Check(args[2])
+                     && PyBytes_Check(args[4]) && PyDict_Check(args[5])
+                     && PyLong_Check(args[10]),
                      "write_packed_batch takes buffer, position and total (ints), data, "
                      "batch_raw (bytes), batch_parsed (dict), prototype, store_timestamp, "
-                     "commit_log_offset and queue_offset") < 0)
+                     "commit_log_offset, queue_offset and count (an int)") < 0)
         return NULL;
     BatchTarget target;
     Py_buffer body_view;
@@ -2384,12 +2385,12 @@ write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int shares = target.in_range ? read_shared(args[6], &shared) : 0;
     if (shares <= 0)
         goto not_shared;
-    /* first: the messages are counted, then measured and their CRCs computed */
-    for (pos = 0; pos < body_view.len; pos = item.next, n++) {
-        if (!read_batch_item(data, pos, body_view.len, &item))
-            goto other;
-    }
-    if (n == 0)
+    /* first: the count messages (pack_batch counted them) are measured and their CRCs
+     * computed; a body of another count is declined */
+    n = PyLong_AsSsize_t(args[10]);
+    if (n == -1 && PyErr_Occurred())
+        goto decided;
+    if (n <= 0 || n > body_view.len / (BATCH_HEAD + 2))
         goto other;
     if ((entries = PyMem_Calloc(n, sizeof(StoredEntry))) == NULL) {
         PyErr_NoMemory();
@@ -2399,7 +2400,8 @@ write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     pos = 0;
     for (Py_ssize_t i = 0; i < n; pos = item.next, i++) {
         StoredEntry *e = &entries[i];
-        read_batch_item(data, pos, body_view.len, &item);
+        if (!read_batch_item(data, pos, body_view.len, &item))
+            goto other;
         e->body = item.body;
         e->body_length = item.body_length;
         e->flag = item.flag;
@@ -2410,7 +2412,7 @@ write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         total += e->size;
         e->crc = masked_crc32(e->body, e->body_length);
     }
-    if (!entries_fit(&target, n, total))
+    if (pos != body_view.len || !entries_fit(&target, n, total))
         goto other;
     properties.entries = entries;
     result = store_entries(&target, &shared, entries, n, NULL, packed_properties, &properties);

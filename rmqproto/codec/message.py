@@ -1114,7 +1114,7 @@ def write_packed_batch(buffer, position, total, batch, store_timestamp, commit_l
     records): the message ids and the dispatch fields, and the same errors."""
     written = speedups.write_packed_batch(
         buffer, position, total, batch.data, batch.batch_raw, batch.batch_parsed,
-        batch.prototype, store_timestamp, commit_log_offset, queue_offset)
+        batch.prototype, store_timestamp, commit_log_offset, queue_offset, batch.count)
     if written is None:  # a field out of range, or records not of total bytes
         records = batch.records()
         return write_stored_batch(buffer, position, total, records,

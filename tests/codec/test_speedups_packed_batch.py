@@ -239,6 +239,17 @@ def test_write_packed_batch_refuses_what_does_not_fit_or_add_up():
         assert buffer == _buffer(total + 1)
 
 
+def test_write_packed_batch_declines_a_count_the_body_does_not_hold():
+    packed = _packed()
+    total = commitlog.check_packed_batch(packed, 1 << 30)[2]
+    for count in (packed.count - 1, packed.count + 1, 0, 1 << 40):
+        buffer = _buffer(total)
+        assert speedups.write_packed_batch(buffer, _AT, total, packed.data, packed.batch_raw,
+                                           packed.batch_parsed, packed.prototype, 1, 0, 0,
+                                           count) is None
+        assert buffer == _buffer(total)
+
+
 def test_the_batch_head_is_checked_as_for_records():
     """What the records share (topic, transaction flag, body length, the batch's DELAY and
     string) is refused as ``check_batch`` refuses it."""
@@ -271,7 +282,9 @@ def _packed_call(i):
     _outcome(m.write_packed_batch, buffer, 0, total + 1, packed, i, 0, 0)
     _outcome(m.write_packed_batch, buffer, 20, total, packed, i, 0, 0)
     _outcome(speedups.write_packed_batch, buffer, 0, total, packed.data, "raw", {}, None, 0,
-             0, 0)
+             0, 0, packed.count)
+    speedups.write_packed_batch(buffer, 0, total, packed.data, packed.batch_raw,
+                                packed.batch_parsed, packed.prototype, i, 0, 0, packed.count + 1)
 
 
 def test_no_memory_grows():
