@@ -14,8 +14,9 @@ setup(
     # C versions of codec hot paths; without a compiler the Python ones are used
     ext_modules=[Extension("rmqproto.codec._speedups",
                            ["rmqproto/codec/_speedups.c", "rmqproto/codec/crc32.c",
-                            "rmqproto/codec/hareceiver.c"],
-                           depends=["rmqproto/codec/crc32.h", "rmqproto/codec/hareceiver.h"],
+                            "rmqproto/codec/hareceiver.c", "rmqproto/codec/jsonheader.c"],
+                           depends=["rmqproto/codec/crc32.h", "rmqproto/codec/hareceiver.h",
+                                    "rmqproto/codec/jsonheader.h"],
                            optional=True)],
     install_requires=[
         "twisted>=23.8",

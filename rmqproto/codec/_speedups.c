@@ -14,6 +14,7 @@
 
 #include "crc32.h"
 #include "hareceiver.h"
+#include "jsonheader.h"
 
 /* Defined with the send path's functions, below: PyObject_SetAttr, straight into a
  * __slots__ slot; a dict's item looked for where the last one found left off. */
@@ -2596,6 +2597,7 @@ static PyObject *COMMAND_ATTR[COMMAND_ATTR_COUNT];
 static const char *HEADER_KEY_NAMES[] = {
     "code", "opaque", "flag", "extFields", "remark", "language", "version"};
 #define HEADER_KEY_COUNT 7
+_Static_assert(HEADER_KEY_COUNT == JSON_KEY_COUNT, "the keys of jsonheader.h, in its order");
 static PyObject *HEADER_KEY[HEADER_KEY_COUNT];
 static PyObject *JAVA, *ZERO;
 
@@ -2672,13 +2674,25 @@ usual_header_values(PyObject *header, PyObject **values)
     return 1;
 }
 
+/* The usual header read by rmq_json_header (parsed: its new references) as the command's
+ * values (borrowed, as usual_header_values gives them). */
+static void
+parsed_header_values(PyObject *const *parsed, PyObject **values)
+{
+    for (int i = 0; i < HEADER_KEY_COUNT; i++)
+        values[i] = parsed[i] != NULL ? parsed[i] : i == JSON_LANGUAGE ? JAVA : ZERO;
+    values[JSON_EXT_FIELDS] = parsed[JSON_EXT_FIELDS] == Py_None ? NULL : parsed[JSON_EXT_FIELDS];
+    values[JSON_REMARK] = parsed[JSON_REMARK] == Py_None ? NULL : parsed[JSON_REMARK];
+}
+
 PyDoc_STRVAR(decode_frame_doc,
 "decode_frame(plan, frame)\n\n"
 "rmqproto.codec.frame.python_decode_frame for a JSON frame whose header is the usual\n"
 "one (an object; extFields an object of strings; code, opaque, flag and version ints;\n"
 "remark a string; language a name). plan is (RemotingCommand, orjson.loads,\n"
-"python_decode_frame); every other frame goes to python_decode_frame, which decodes it\n"
-"or raises what it raises.");
+"python_decode_frame). The usual header is read in C (jsonheader.c); one that reader\n"
+"leaves (floats, nesting, escaped keys, ...) goes through loads; every other frame goes\n"
+"to python_decode_frame, which decodes it or raises what it raises.");
 
 static PyObject *
 decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -2697,17 +2711,24 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t header_length = ((Py_ssize_t)p[1] << 16) | (p[2] << 8) | p[3];
     if (p[0] != 0 || header_length > size - 4)  /* not JSON, or a bad length: Python says */
         return PyObject_CallOneArg(python, frame);
-    PyObject *text = PyBytes_FromStringAndSize((const char *)p + 4, header_length);
-    if (text == NULL)
+    PyObject *parsed[JSON_KEY_COUNT] = {NULL}, *header = NULL, *values[HEADER_KEY_COUNT];
+    int usual = rmq_json_header(p + 4, header_length, parsed);
+    if (usual < 0)
         return NULL;
-    PyObject *header = PyObject_CallOneArg(loads, text);
-    Py_DECREF(text);
-    PyObject *values[HEADER_KEY_COUNT];
-    if (header == NULL || !PyDict_CheckExact(header) || !usual_header_values(header, values)) {
-        if (header == NULL)
-            PyErr_Clear();
-        Py_XDECREF(header);
-        return PyObject_CallOneArg(python, frame);
+    if (usual) {
+        parsed_header_values(parsed, values);
+    } else {
+        PyObject *text = PyBytes_FromStringAndSize((const char *)p + 4, header_length);
+        if (text == NULL)
+            return NULL;
+        header = PyObject_CallOneArg(loads, text);
+        Py_DECREF(text);
+        if (header == NULL || !PyDict_CheckExact(header) || !usual_header_values(header, values)) {
+            if (header == NULL)
+                PyErr_Clear();
+            Py_XDECREF(header);
+            return PyObject_CallOneArg(python, frame);
+        }
     }
     PyObject *body = PyBytes_FromStringAndSize((const char *)p + 4 + header_length,
                                                size - 4 - header_length);
@@ -2726,7 +2747,9 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
 failed:
     Py_XDECREF(body);
-    Py_DECREF(header);
+    Py_XDECREF(header);
+    for (int i = 0; i < JSON_KEY_COUNT; i++)
+        Py_XDECREF(parsed[i]);
     return command;
 }
 
@@ -3241,7 +3264,8 @@ PyInit__speedups(void)
             return NULL;
         MAGIC_CODE_V1 = PyLong_FromLong(MESSAGE_MAGIC_CODE);
         EMPTY_TUPLE = PyTuple_New(0);
-        if (MAGIC_CODE_V1 == NULL || EMPTY_TUPLE == NULL || send_init() < 0)
+        if (MAGIC_CODE_V1 == NULL || EMPTY_TUPLE == NULL || send_init() < 0
+                || rmq_json_header_init() < 0)
             return NULL;
     }
     return PyModuleDef_Init(&module);
