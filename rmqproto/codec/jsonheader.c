@@ -96,10 +96,10 @@ unescape(const unsigned char *raw, Py_ssize_t n, unsigned char *out)
             continue;
         }
         unsigned char kind = p[1];  /* the scan made sure an escape has its character */
-        const char *simple = strchr("\"\\/bfnrt", kind);
-        if (simple != NULL && kind != '\0') {
-            static const char value[] = "\"\\/\b\f\n\r\t";
-            *out++ = (unsigned char)value[simple - "\"\\/bfnrt"];
+        static const char simple[] = "\"\\/bfnrt", stands_for[] = "\"\\/\b\f\n\r\t";
+        const char *found = kind != '\0' ? strchr(simple, kind) : NULL;
+        if (found != NULL) {
+            *out++ = (unsigned char)stands_for[found - simple];
             p += 2;
             continue;
         }
