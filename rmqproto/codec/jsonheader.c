@@ -16,14 +16,15 @@ typedef struct {
 static const char *const KEY_NAMES[JSON_KEY_COUNT] = {
     "code", "opaque", "flag", "extFields", "remark", "language", "version"};
 
-/* One-character keys (the extFields of the V2 send headers) as shared strs. */
-static PyObject *ONE_CHAR_KEY[128];
+/* One-character ASCII strings as shared strs: the keys of a V2 send header's extFields,
+ * and values such as "0". */
+static PyObject *ONE_CHAR[128];
 
 /* Whether a byte stands for itself in a JSON string of ASCII: not a control character,
  * a quote, a backslash nor part of a multi-byte sequence. */
 static unsigned char PLAIN[256];
 
-/* The entries extFields usually has at most (a V2 send has 13). */
+/* The entries extFields usually has at most (a V2 send header has up to 13). */
 #define USUAL_EXT_FIELDS 16
 
 static void
@@ -163,8 +164,8 @@ read_string(Cursor *c, PyObject **value)
     Py_ssize_t n = p - raw;
     c->p = p + 1;
     if (!escaped && ascii) {
-        if (n == 1 && ONE_CHAR_KEY[raw[0]] != NULL) {
-            *value = Py_NewRef(ONE_CHAR_KEY[raw[0]]);
+        if (n == 1 && ONE_CHAR[raw[0]] != NULL) {
+            *value = Py_NewRef(ONE_CHAR[raw[0]]);
             return 1;
         }
         *value = PyUnicode_New(n, 127);
@@ -370,8 +371,8 @@ rmq_json_header_init(void)
         PLAIN[ch] = ch != '"' && ch != '\\';
     for (int ch = 0x20; ch < 0x7F; ch++) {
         char name[1] = {(char)ch};
-        if (ONE_CHAR_KEY[ch] == NULL
-                && (ONE_CHAR_KEY[ch] = PyUnicode_FromStringAndSize(name, 1)) == NULL)
+        if (ONE_CHAR[ch] == NULL
+                && (ONE_CHAR[ch] = PyUnicode_FromStringAndSize(name, 1)) == NULL)
             return -1;
     }
     return 0;
