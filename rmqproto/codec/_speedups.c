@@ -2593,116 +2593,25 @@ static const char *COMMAND_ATTR_NAMES[] = {
     "serialize_type"};
 #define COMMAND_ATTR_COUNT 9
 static PyObject *COMMAND_ATTR[COMMAND_ATTR_COUNT];
-/* The JSON header's keys, in the order of usual_header_values. */
-static const char *HEADER_KEY_NAMES[] = {
-    "code", "opaque", "flag", "extFields", "remark", "language", "version"};
-#define HEADER_KEY_COUNT 7
-_Static_assert(HEADER_KEY_COUNT == JSON_KEY_COUNT, "the keys of jsonheader.h, in its order");
-static PyObject *HEADER_KEY[HEADER_KEY_COUNT];
 static PyObject *JAVA, *ZERO;
-
-/* The JSON header's value of key (borrowed, NULL when absent), 1; 0 on a lookup error.
- * cursor: where the last key looked for was found (keys are looked for in the order
- * fastjson writes them). */
-static int
-header_value(PyObject *header, Py_ssize_t *cursor, PyObject *key, PyObject **value)
-{
-    *value = item_in_order(header, cursor, key);
-    if (*value == NULL)
-        *value = PyDict_GetItemWithError(header, key);
-    if (*value == NULL && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 0;
-    }
-    return 1;
-}
-
-/* An int field (code, opaque, flag, version): its value, 0 when absent; 1, or 0 when
- * Python must decide. */
-static int
-int_field(PyObject *header, Py_ssize_t *cursor, PyObject *key, PyObject **value)
-{
-    if (!header_value(header, cursor, key, value))
-        return 0;
-    if (*value == NULL)
-        *value = ZERO;
-    return PyLong_CheckExact(*value);
-}
-
-/* A string field: its value, NULL when absent or null (remark), or default_value when
- * absent (language, which may not be null here); 1, or 0 when Python must decide. */
-static int
-str_field(PyObject *header, Py_ssize_t *cursor, PyObject *key, PyObject *default_value,
-          PyObject **value)
-{
-    if (!header_value(header, cursor, key, value))
-        return 0;
-    if (*value == NULL)
-        *value = default_value;
-    else if (*value == Py_None && default_value == NULL)
-        *value = NULL;
-    return *value == NULL || PyUnicode_CheckExact(*value);
-}
-
-/* The usual JSON header's values (code, opaque, flag, ext_fields or NULL, remark or NULL,
- * language, version: borrowed) into values, 1; 0 when Python must decide. */
-static int
-usual_header_values(PyObject *header, PyObject **values)
-{
-    Py_ssize_t cursor = 0;  /* in fastjson's (alphabetical) order of the keys */
-    if (!int_field(header, &cursor, HEADER_KEY[0], &values[0])
-            || !header_value(header, &cursor, HEADER_KEY[3], &values[3])
-            || !int_field(header, &cursor, HEADER_KEY[2], &values[2])
-            || !str_field(header, &cursor, HEADER_KEY[5], JAVA, &values[5])
-            || !int_field(header, &cursor, HEADER_KEY[1], &values[1])
-            || !str_field(header, &cursor, HEADER_KEY[4], NULL, &values[4])
-            || !int_field(header, &cursor, HEADER_KEY[6], &values[6]))
-        return 0;
-    PyObject *ext = values[3];  /* extFields: an object of strings */
-    if (ext == Py_None)
-        values[3] = ext = NULL;
-    if (ext == NULL)
-        return 1;
-    if (!PyDict_CheckExact(ext))
-        return 0;
-    Py_ssize_t pos = 0;
-    PyObject *key, *text;
-    while (PyDict_Next(ext, &pos, &key, &text)) {
-        if (!PyUnicode_CheckExact(text))
-            return 0;
-    }
-    return 1;
-}
-
-/* The usual header read by rmq_json_header (parsed: its new references) as the command's
- * values (borrowed, as usual_header_values gives them). */
-static void
-parsed_header_values(PyObject *const *parsed, PyObject **values)
-{
-    for (int i = 0; i < HEADER_KEY_COUNT; i++)
-        values[i] = parsed[i] != NULL ? parsed[i] : i == JSON_LANGUAGE ? JAVA : ZERO;
-    values[JSON_EXT_FIELDS] = parsed[JSON_EXT_FIELDS] == Py_None ? NULL : parsed[JSON_EXT_FIELDS];
-    values[JSON_REMARK] = parsed[JSON_REMARK] == Py_None ? NULL : parsed[JSON_REMARK];
-}
 
 PyDoc_STRVAR(decode_frame_doc,
 "decode_frame(plan, frame)\n\n"
 "rmqproto.codec.frame.python_decode_frame for a JSON frame whose header is the usual\n"
 "one (an object; extFields an object of strings; code, opaque, flag and version ints;\n"
-"remark a string; language a name). plan is (RemotingCommand, orjson.loads,\n"
-"python_decode_frame). The usual header is read in C (jsonheader.c); one that reader\n"
-"leaves (floats, nesting, escaped keys, ...) goes through loads; every other frame goes\n"
-"to python_decode_frame, which decodes it or raises what it raises.");
+"remark a string; language a name), read in C (jsonheader.c). plan is (RemotingCommand,\n"
+"python_decode_frame); every other frame goes to python_decode_frame, which decodes it or\n"
+"raises what it raises.");
 
 static PyObject *
 decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (arguments_ok(nargs == 2 && PyTuple_CheckExact(args[0]) && PyTuple_GET_SIZE(args[0]) == 3
+    if (arguments_ok(nargs == 2 && PyTuple_CheckExact(args[0]) && PyTuple_GET_SIZE(args[0]) == 2
                      && PyType_Check(PyTuple_GET_ITEM(args[0], 0)),
-                     "decode_frame(plan, frame): plan is (command class, loads, python)") < 0)
+                     "decode_frame(plan, frame): plan is (command class, python)") < 0)
         return NULL;
     PyTypeObject *command_type = (PyTypeObject *)PyTuple_GET_ITEM(args[0], 0);
-    PyObject *loads = PyTuple_GET_ITEM(args[0], 1), *python = PyTuple_GET_ITEM(args[0], 2);
+    PyObject *python = PyTuple_GET_ITEM(args[0], 1);
     PyObject *frame = args[1];
     if (!PyBytes_CheckExact(frame) || PyBytes_GET_SIZE(frame) < 4)
         return PyObject_CallOneArg(python, frame);
@@ -2711,34 +2620,23 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t header_length = ((Py_ssize_t)p[1] << 16) | (p[2] << 8) | p[3];
     if (p[0] != 0 || header_length > size - 4)  /* not JSON, or a bad length: Python says */
         return PyObject_CallOneArg(python, frame);
-    PyObject *parsed[JSON_KEY_COUNT] = {NULL}, *header = NULL, *values[HEADER_KEY_COUNT];
+    PyObject *parsed[JSON_KEY_COUNT] = {NULL};
     int usual = rmq_json_header(p + 4, header_length, parsed);
-    if (usual < 0)
-        return NULL;
-    if (usual) {
-        parsed_header_values(parsed, values);
-    } else {
-        PyObject *text = PyBytes_FromStringAndSize((const char *)p + 4, header_length);
-        if (text == NULL)
-            return NULL;
-        header = PyObject_CallOneArg(loads, text);
-        Py_DECREF(text);
-        if (header == NULL || !PyDict_CheckExact(header) || !usual_header_values(header, values)) {
-            if (header == NULL)
-                PyErr_Clear();
-            Py_XDECREF(header);
-            return PyObject_CallOneArg(python, frame);
-        }
-    }
+    if (usual <= 0)
+        return usual < 0 ? NULL : PyObject_CallOneArg(python, frame);
     PyObject *body = PyBytes_FromStringAndSize((const char *)p + 4 + header_length,
                                                size - 4 - header_length);
     PyObject *command = body == NULL ? NULL : command_type->tp_new(command_type, EMPTY_TUPLE, NULL);
     if (command == NULL)
         goto failed;
-    /* code, opaque, flag, ext_fields, body, remark, language, version, serialize_type */
+    /* code, opaque, flag, ext_fields, body, remark, language, version, serialize_type; an
+     * absent key's default (a null extFields or remark is None) */
+#define PARSED(key, absent) (parsed[key] != NULL ? parsed[key] : (absent))
     PyObject *attrs[COMMAND_ATTR_COUNT] = {
-        values[0], values[1], values[2], values[3] ? values[3] : Py_None, body,
-        values[4] ? values[4] : Py_None, values[5], values[6], ZERO};
+        PARSED(JSON_CODE, ZERO), PARSED(JSON_OPAQUE, ZERO), PARSED(JSON_FLAG, ZERO),
+        PARSED(JSON_EXT_FIELDS, Py_None), body, PARSED(JSON_REMARK, Py_None),
+        PARSED(JSON_LANGUAGE, JAVA), PARSED(JSON_VERSION, ZERO), ZERO};
+#undef PARSED
     for (int i = 0; i < COMMAND_ATTR_COUNT; i++) {
         if (set_attribute(command, COMMAND_ATTR[i], attrs[i]) < 0) {
             Py_CLEAR(command);
@@ -2747,7 +2645,6 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
 failed:
     Py_XDECREF(body);
-    Py_XDECREF(header);
     for (int i = 0; i < JSON_KEY_COUNT; i++)
         Py_XDECREF(parsed[i]);
     return command;
@@ -3249,10 +3146,6 @@ PyInit__speedups(void)
         rmq_crc32_init();
         for (int i = 0; i < COMMAND_ATTR_COUNT; i++) {
             if ((COMMAND_ATTR[i] = PyUnicode_InternFromString(COMMAND_ATTR_NAMES[i])) == NULL)
-                return NULL;
-        }
-        for (int i = 0; i < HEADER_KEY_COUNT; i++) {
-            if ((HEADER_KEY[i] = PyUnicode_InternFromString(HEADER_KEY_NAMES[i])) == NULL)
                 return NULL;
         }
         if ((SEGMENT_FROM = PyUnicode_InternFromString("file_from_offset")) == NULL

@@ -470,7 +470,7 @@ if speedups is not None:
     #: :func:`python_decode_frame` in C for a JSON frame with the usual header (the rest
     #: goes to the Python one).
     decode_frame = partial(speedups.decode_frame,  # noqa: F811
-                           (RemotingCommand, orjson.loads, python_decode_frame))
+                           (RemotingCommand, python_decode_frame))
 
 
 def parse_frame_declared(data):
