@@ -9,6 +9,8 @@ specification; :func:`encode_frame` / :func:`decode_frame` are the fast paths us
 on the wire, and the test-suite proves the two agree byte for byte.
 """
 
+import enum
+import re
 import struct
 from functools import partial
 
@@ -159,11 +161,14 @@ def _orjson_json_header(cmd):
     """The header as orjson writes it, or ``None`` when that could differ from fastjson.
 
     With every field a plain ``int`` or ``str`` (no null ext value) the two writers lay out
-    the same JSON; their strings differ only where one of them escapes: control characters,
-    ``"``, ``\\``, DEL and non-ASCII text. orjson escapes the first three with a backslash,
-    so an ASCII result without backslash or DEL holds none of them.
+    the same JSON. Their strings differ in three places only: DEL and non-ASCII text, which
+    orjson writes raw and fastjson escapes, and the hex digits of a control character's
+    ``\\u00XX`` escape, lower case in orjson and upper case in fastjson. Both write ``"``,
+    ``\\`` and the other control characters alike (``\\b \\t \\n \\f \\r``, ``\\u0001``:
+    the properties' separators). So an ASCII result without DEL and without an escape that
+    has a hex letter is fastjson's text.
     """
-    code, flag, opaque, version = cmd.code, cmd.flag, cmd.opaque, cmd.version
+    code, flag, opaque, version = _int_code(cmd.code), cmd.flag, cmd.opaque, cmd.version
     language, remark, ext = cmd.language, cmd.remark, cmd.ext_fields
     if not (type(code) is int and type(flag) is int and type(opaque) is int
             and type(version) is int and type(language) is str
@@ -185,18 +190,29 @@ def _orjson_json_header(cmd):
         text = orjson.dumps(header)
     except orjson.JSONEncodeError:  # a key that is not a string, an int beyond 64 bits
         return None
-    if text.isascii() and b"\\" not in text and b"\x7f" not in text:
+    if text.isascii() and b"\x7f" not in text and (
+            b"\\u" not in text or _LOWER_HEX_ESCAPE.search(text) is None):
         return text
     return None
 
 
 _STR_ONLY = {str}
+#: orjson's escapes of the control characters whose hex digits hold a letter (0x0B, 0x0E,
+#: 0x0F, 0x1A-0x1F); a match may also be an escaped backslash followed by such text, which
+#: only sends that header to fastjson's writer.
+_LOWER_HEX_ESCAPE = re.compile(rb"\\u00(?:0[bef]|1[a-f])")
+
+
+def _int_code(code):
+    """A ``RequestCode``/``ResponseCode`` member as the plain int it stands for (its ``str``
+    is the member's name before Python 3.11); any other value as it is."""
+    return int(code) if isinstance(code, enum.IntEnum) else code
 
 
 def fastjson_json_header(cmd):
     """The JSON header written string by string with fastjson's rules (every case)."""
     ext = cmd.ext_fields
-    parts = ['{"code":', str(cmd.code)]
+    parts = ['{"code":', str(_int_code(cmd.code))]
     if ext is not None:
         parts.append(',"extFields":')
         parts.append(_json_map(ext))

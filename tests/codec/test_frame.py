@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rmqproto.codec.codes import RequestCode
 from rmqproto.codec.frame import (
     FLAG_ONEWAY, FLAG_RESPONSE, LANGUAGE_CODES, MAX_FRAME_LENGTH, SERIALIZE_JSON,
     SERIALIZE_ROCKETMQ, FrameDecoder, JsonResponseTemplate, RemotingCommand, _orjson_json_header,
@@ -161,6 +162,22 @@ def test_json_header_fast_path_serves_plain_answers():
         "msgId": "7F00000100002A9F0000000000001234", "queueId": "3", "queueOffset": "0",
         "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}, remark="a b/c")
     assert _orjson_json_header(answer) == fastjson_json_header(answer)
+
+
+def test_json_header_fast_path_serves_requests_with_properties():
+    """A send (its code a ``RequestCode``) has properties with the separators \\u0001 and
+    \\u0002, which both writers escape alike; control characters with a hex letter in their
+    escape are left to fastjson's writer."""
+    request = RemotingCommand(RequestCode.SEND_MESSAGE_V2, opaque=11, version=417, ext_fields={
+        "a": "bench_producer", "b": "BenchSend", "i": "WAIT\x01true\x02UNIQ_KEY\x017F0000",
+        "m": "false"})
+    assert _orjson_json_header(request) == fastjson_json_header(request)
+    assert _orjson_json_header(request).startswith(b'{"code":310,"extFields":{"a":')
+    assert b"\\u0001" in _orjson_json_header(request)
+    for char in "\x0b\x0e\x0f\x1a\x1f":
+        odd = RemotingCommand(310, opaque=11, ext_fields={"i": "a" + char})
+        assert _orjson_json_header(odd) is None
+        assert encode_json_header(odd) == fastjson_json_header(odd)
 
 
 # JSON response templates: the frames encode_frame writes
