@@ -145,7 +145,7 @@ class _Writer:
         if isinstance(key, ObjectKey):
             text = dumps(key.members).decode("utf-8")
         elif isinstance(key, int) and not isinstance(key, bool):
-            text = str(key)
+            text = "%d" % key  # the number also of an IntEnum, whose str was its name before 3.11
         else:
             raise CodecError("JSON map key must be str, int or ObjectKey, not %r" % (key,))
         return _quote(text, True) if self.browser_compatible else text
@@ -164,7 +164,7 @@ class _Writer:
             if self.browser_compatible and not -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
                 out.append('"%d"' % value)
             else:
-                out.append(str(value))
+                out.append("%d" % value)
         elif isinstance(value, float):
             out.append(java_double_str(value))
         elif isinstance(value, dict):
