@@ -90,11 +90,11 @@ def test_integer_keys_unquoted_then_read_back(table):
     assert fastjson.loads(data) == {"t": {str(k): v for k, v in table.items() if v is not None}}
 
 
-
 def test_int_enums_are_written_as_their_numbers():
     """Codes and versions are ``IntEnum`` members; fastjson writes the number, as a key too."""
     data = fastjson.dumps({"code": ResponseCode.SYSTEM_ERROR, "t": {MQVersion.V4_9_8: "v"}})
     assert data == b'{"code":1,"t":{%d:"v"}}' % int(MQVersion.V4_9_8)
+
 
 def test_object_keys():
     key = fastjson.ObjectKey({"brokerName": "b", "queueId": 0, "topic": "t"})
