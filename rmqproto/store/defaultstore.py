@@ -51,6 +51,11 @@ _TRANSFER_STATUS = {NO_MATCH: GetMessageStatus.NO_MATCHED_MESSAGE,
                     REMOVING: GetMessageStatus.MESSAGE_WAS_REMOVING,
                     FOUND: GetMessageStatus.FOUND}
 _HOST_FLAGS = msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG
+
+
+def _deferred(result):
+    """``result`` (a put's :class:`PutMessageResult` or a Deferred of it) as a Deferred."""
+    return result if isinstance(result, defer.Deferred) else defer.succeed(result)
 #: Replicated commit-log bytes a slave dispatches in one reactor turn (about 8 ms of CPU).
 REPUT_SLICE_BYTES = 1 << 20
 
@@ -71,6 +76,8 @@ class RunningFlags:
     NOT_READABLE_BIT = 1
     NOT_WRITEABLE_BIT = 1 << 1
     DISK_FULL_BIT = 1 << 4
+    #: the bits that stop writing
+    NOT_WRITING_BITS = NOT_WRITEABLE_BIT | DISK_FULL_BIT
 
     def __init__(self):
         self.flag_bits = 0
@@ -90,7 +97,7 @@ class RunningFlags:
     def writeable(self):
         """False while the not-writeable or the disk-full bit is set; setting it changes
         only the not-writeable bit."""
-        return not self.flag_bits & (self.NOT_WRITEABLE_BIT | self.DISK_FULL_BIT)
+        return not self.flag_bits & self.NOT_WRITING_BITS
 
     @writeable.setter
     def writeable(self, value):
@@ -443,13 +450,15 @@ class DefaultMessageStore:
 
     def _store_status(self):
         """``checkStoreStatus``."""
-        if self.is_shutdown or self.config["brokerRole"] == "SLAVE" or not self.running_flags.writeable:
+        # not running_flags.writeable, without the property: every put asks
+        if (self.is_shutdown or self.config["brokerRole"] == "SLAVE"
+                or self.running_flags.flag_bits & RunningFlags.NOT_WRITING_BITS):
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         return PUT_OK
 
     def _refused(self, status, append_result=None):
         self.stats.put_failed()
-        return defer.succeed(PutMessageResult(status, append_result))
+        return PutMessageResult(status, append_result)
 
     @staticmethod
     def _fix_host_flags(record):
@@ -474,6 +483,12 @@ class DefaultMessageStore:
                 cls._fix_host_flags(record)
 
     def put_message(self, record, wait_store_msg_ok=True):
+        return _deferred(self.put_message_at_once(record, wait_store_msg_ok))
+
+    def put_message_at_once(self, record, wait_store_msg_ok=True):
+        """:meth:`put_message`, whose :class:`PutMessageResult` comes as it is when it is final
+        at once (refused, or stored with no flush or replica wait), else in the Deferred:
+        the send path answers the usual send without a Deferred's cost."""
         status = self._store_status()
         if status is PUT_OK:
             topic = record.topic
@@ -506,16 +521,19 @@ class DefaultMessageStore:
             except CodecError:
                 return defer.fail()
         if status is not PUT_OK:
-            return self._refused(status)
-        return self._append(records, properties, total, wait_store_msg_ok)
+            return defer.succeed(self._refused(status))
+        return _deferred(self._append(records, properties, total, wait_store_msg_ok))
 
     def _append(self, records, properties, total, wait):
         """Append ``records`` that passed the checks (``properties`` and ``total``: the
         strings and the size they measured) to the commit log, dispatch what it wrote and
-        start the waits."""
+        start the waits: the :class:`PutMessageResult`, or a Deferred of it while a wait
+        runs."""
         before = self.commit_log.queue.max_offset
         at_head = self.reput.reput_from_offset == before
-        result = self.commit_log.append(records, self.now(), properties, total)
+        # the store clock (now()), without the call
+        result = self.commit_log.append(records, int(self.reactor.seconds() * 1000), properties,
+                                        total)
         if result.status is not APPENDED:
             return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
         if at_head:
@@ -549,7 +567,7 @@ class DefaultMessageStore:
                 and self.replica_waiter is not None):
             replicated = self.replica_waiter(next_offset)
         if flushed is None and replicated is None:
-            return defer.succeed(PutMessageResult(PUT_OK, result))
+            return PutMessageResult(PUT_OK, result)
         if flushed is None or replicated is None:
             # one wait: its status is the answer (no DeferredList per send)
             return (flushed or replicated).addCallback(PutMessageResult, result)

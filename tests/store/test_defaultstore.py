@@ -476,6 +476,24 @@ def test_sync_flush_does_not_wait_when_told_so(stores, batch):
     assert [a.status for a in waiting] == [S.PUT_OK]
 
 
+def test_put_message_at_once_gives_a_final_result_as_it_is(stores):
+    """No wait to wait for (ASYNC_FLUSH, WAIT=false, a refusal): the PutMessageResult itself;
+    a flush wait: a Deferred of it, as put_message gives."""
+    store = stores.open(start=False, flushDiskType="SYNC_FLUSH", syncFlushTimeout=2000)
+    runner = store.flusher.run_blocking = ManualRunner()
+    store.start()
+    stored = store.put_message_at_once(record(), wait_store_msg_ok=False)
+    assert stored.status is S.PUT_OK and stored.append_result.logics_offset == 0
+    waiting = store.put_message_at_once(record())
+    assert isinstance(waiting, defer.Deferred) and not waiting.called
+    runner.run_next()
+    assert waiting.result.status is S.PUT_OK and waiting.result.append_result.logics_offset == 1
+    refused = store.put_message_at_once(record(topic="T" * 128))
+    assert refused.status is S.MESSAGE_ILLEGAL and refused.append_result is None
+    store.running_flags.writeable = False
+    assert store.put_message_at_once(record()).status is S.SERVICE_NOT_AVAILABLE
+
+
 def test_sync_master_waits_for_the_replica_unless_told_not_to(stores):
     store = stores.open(brokerRole="SYNC_MASTER")
     replicas = []
