@@ -66,11 +66,10 @@ def native(function):
 
 STAGES = [
     ("frame decode (decode_frame)", "codec/frame.py", "decode_frame"),
-    ("request header (v1_from_ext_fields)", "processors/send.py", "parse_request_header"),
     ("checks (pre_send)", "processors/send.py", "pre_send"),
     ("record building (message_record)", "processors/send.py", "message_record"),
     ("batch records (decode_batch_records)", "processors/send.py", "batch_records"),
-    ("store put_message, all", "store/defaultstore.py", "put_message"),
+    ("store put_message, all", "store/defaultstore.py", "put_message_at_once"),
     ("store put_messages, all", "store/defaultstore.py", "put_messages"),
     ("  message checks (check_message)", "store/commitlog.py", "check_message"),
     ("  batch checks (check_batch)", "store/commitlog.py", "check_batch"),

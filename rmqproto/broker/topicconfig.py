@@ -87,8 +87,8 @@ def validate_queue_nums(read_queue_nums, write_queue_nums):
             % (MAX_QUEUE_NUMS, read_queue_nums, write_queue_nums))
 
 
-def is_not_allowed_send_topic(topic):
-    return topic in _NOT_ALLOWED_SEND_TOPICS
+#: ``TopicValidator.isNotAllowedSendTopic(topic)`` (the set's own test: every send asks)
+is_not_allowed_send_topic = _NOT_ALLOWED_SEND_TOPICS.__contains__
 
 
 def retry_topic(group):

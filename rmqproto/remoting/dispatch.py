@@ -41,8 +41,6 @@ REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a wh
 log = Logger()
 
 
-_UNPARSED = object()
-
 #: The entry of a code without a processor.
 _NO_ENTRY = (None, None)
 
@@ -50,6 +48,14 @@ _NO_ENTRY = (None, None)
 def _entry(processor):
     """``(processor, its reject_request or None)``."""
     return processor, getattr(processor, "reject_request", None)
+
+
+def _parsed(peer):
+    """``parse_address(peer)``, or None when ``peer`` is not ``host:port``."""
+    try:
+        return parse_address(peer)
+    except ValueError:
+        return None
 
 
 class RequestContext:
@@ -60,24 +66,14 @@ class RequestContext:
     peer's address as ``"host:port"``. A connection keeps one context for all its requests.
     """
 
-    __slots__ = ("connection", "peer", "_address")
+    __slots__ = ("connection", "peer", "address")
 
     def __init__(self, connection, peer):
         self.connection = connection
         self.peer = peer
-        self._address = _UNPARSED
-
-    @property
-    def address(self):
-        """``peer`` as ``(host, port)``, parsed on first use; None if it is not ``host:port``."""
-        address = self._address
-        if address is _UNPARSED:
-            try:
-                address = parse_address(self.peer)
-            except ValueError:
-                address = None
-            self._address = address
-        return address
+        #: ``peer`` as ``(host, port)``, or None if it is not ``host:port`` (parsed here:
+        #: every send reads it, and a connection keeps its context)
+        self.address = _parsed(peer)
 
     def __repr__(self):
         return "RequestContext(peer=%r)" % (self.peer,)

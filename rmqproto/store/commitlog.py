@@ -27,11 +27,13 @@ MAX_TOPIC_LENGTH = 127
 #: Bytes Java's encoder reserves beyond ``maxMessageSize`` for the rest of a record.
 _ENCODER_HEADROOM = 64 * 1024
 _CONSUMABLE = (msg.TRANSACTION_NOT_TYPE, msg.TRANSACTION_COMMIT_TYPE)
+_TRANSACTION_BITS = msg.TRANSACTION_ROLLBACK_TYPE
+_MIN_BLANK = msg.END_FILE_MIN_BLANK_LENGTH
 
 
 def consumable(sys_flag):
     """Whether a record goes to a consume queue (not a prepared or rolled-back transaction)."""
-    return sys_flag & msg.TRANSACTION_ROLLBACK_TYPE in _CONSUMABLE  # the transaction bits
+    return sys_flag & _TRANSACTION_BITS in _CONSUMABLE
 
 
 @lru_cache(maxsize=4096)  # a broker's topics repeat from message to message
@@ -273,13 +275,14 @@ class CommitLog:
         key = (first.topic, first.queue_id)
         files = self.queue.files
         mapped = files[-1] if files else None
-        if mapped is None or msg.needs_blank(total, self.file_size - mapped.wrote_position):
-            mapped = self._file_for(total)  # the usual record fits the last segment
+        # needs_blank(total, remaining), without the call: the usual record fits the last segment
+        if mapped is None or total + _MIN_BLANK > self.file_size - mapped.wrote_position:
+            mapped = self._file_for(total)
             if mapped is None:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         position = mapped.wrote_position
         begin_offset = mapped.file_from_offset + position
-        is_consumable = consumable(first.sys_flag)
+        is_consumable = first.sys_flag & _TRANSACTION_BITS in _CONSUMABLE  # consumable()
         begin_queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
         if packed:
             ids, dispatch_fields = msg.write_packed_batch(

@@ -22,7 +22,7 @@ from functools import lru_cache
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from rmqproto.broker.config import is_slave, store_host
+from rmqproto.broker.config import store_host
 from rmqproto.broker.topicconfig import (
     RETRY_GROUP_TOPIC_PREFIX, TRANS_HALF_TOPIC, dlq_topic, is_not_allowed_send_topic,
     topic_config_string, validate_topic,
@@ -42,7 +42,7 @@ from rmqproto.codec.message import (
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store.config import store_paths
-from rmqproto.store.results import PUT_OK, PutMessageStatus as S
+from rmqproto.store.results import PUT_OK, PutMessageResult, PutMessageStatus as S
 from rmqproto.store.retention import disk_partition_used_ratio
 
 __all__ = ["SendMessageProcessor", "FAQ_SUFFIX", "java_property_order", "put_status_response",
@@ -62,6 +62,7 @@ _RW = PERM_READ | PERM_WRITE
 _SEND_MESSAGE = RC.SEND_MESSAGE
 _SUCCESS = R.SUCCESS
 _MULTI_TAG = TopicFilterType.MULTI_TAG
+_V2_AS_V1 = h.SendMessageRequestHeaderV2.v1_from_ext_fields
 
 
 #: The born host of a record from a connection whose peer is not ``host:port``.
@@ -172,6 +173,9 @@ class SendMessageProcessor:
         self._answer_templates = {}  # (serialize type, regionId, traceOn) -> extFields
         self._frame_templates = {}  # (regionId, traceOn) -> JsonResponseTemplate
         self._version = CURRENT_VERSION  # the dispatcher's, which answers
+        store = controller.store
+        # a put whose result is final at once comes without a Deferred where the store can
+        self._put_message = getattr(store, "put_message_at_once", store.put_message)
 
     def register_with(self, dispatcher):
         self._version = dispatcher.version
@@ -188,24 +192,6 @@ class SendMessageProcessor:
         header = header or h.SendMessageResponseHeader()
         ext = header.to_ext_fields(request.serialize_type, extra=self._response_ext())
         return request.response(int(code), remark=remark, ext_fields=ext)
-
-    def _stored_answer(self, request, code, msg_id, queue_id, queue_offset):
-        """The answer of a stored send (``code`` SUCCESS or a flush / slave status): what
-        :meth:`_answer` builds from a ``SendMessageResponseHeader``, from a per-broker
-        template of its ``extFields`` (their order depends only on the key set;
-        ``transactionId`` stays null). A JSON request's answer is the whole frame, from a
-        :class:`~rmqproto.codec.frame.JsonResponseTemplate` (message ids are hex)."""
-        if request.serialize_type == SERIALIZE_JSON:
-            key = (self.config["regionId"], self.config["traceOn"])
-            frames = self._frame_templates.get(key)
-            if frames is None:
-                frames = self._new_frame_template(key)
-            return frames.frame(code, request.opaque, msg_id, queue_id, queue_offset)
-        ext = self._ext_template(request.serialize_type).copy()  # values below keep their places
-        ext["msgId"] = msg_id
-        ext["queueId"] = str(queue_id)  # Integer / Long toString
-        ext["queueOffset"] = str(queue_offset)
-        return request.response(int(code), ext_fields=ext)
 
     def _ext_template(self, serialize_type):
         key = (serialize_type, self.config["regionId"], self.config["traceOn"])
@@ -225,21 +211,18 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------ processing
 
-    @staticmethod
-    def parse_request_header(request):
-        """``parseRequestHeader``: V1 for SEND_MESSAGE, V2 (turned into V1) for 310 and 320."""
-        if request.code == _SEND_MESSAGE:
-            return h.SendMessageRequestHeader.from_ext_fields(request.ext_fields)
-        return h.SendMessageRequestHeaderV2.v1_from_ext_fields(request.ext_fields)
-
     def process_request(self, request, context):
-        header = self.parse_request_header(request)
+        # parseRequestHeader: V1 for SEND_MESSAGE, V2 (turned into V1) for 310 and 320
+        if request.code == _SEND_MESSAGE:
+            header = h.SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        else:
+            header = _V2_AS_V1(request.ext_fields)
         try:
             topic_config = self.pre_send(header, context)
             queue_id = header.queue_id
             if queue_id < 0:
                 queue_id = random.randrange(99999999) % topic_config.write_queue_nums
-            if is_slave(self.config):
+            if self.config["brokerRole"] == "SLAVE":
                 raise _Refused(*put_status_response(S.SERVICE_NOT_AVAILABLE, self.config))
             if header.batch:
                 records, wait = self.batch_records(header, request.body, topic_config, queue_id,
@@ -247,9 +230,11 @@ class SendMessageProcessor:
                 put = self.controller.store.put_messages(records, wait_store_msg_ok=wait)
             else:
                 record, wait = self.message_record(header, request, topic_config, queue_id, context)
-                put = self.controller.store.put_message(record, wait_store_msg_ok=wait)
+                put = self._put_message(record, wait)
         except _Refused as refused:
             return self._answer(request, refused.code, refused.remark)
+        if type(put) is PutMessageResult:  # final at once: stored without a wait, or refused
+            return self._put_done(put, request, queue_id)
         if put.called and not put.paused:  # then its result is final
             # stored without a flush or replica wait (ASYNC_FLUSH, WAIT=false): answer now,
             # sparing the callback chains of the store, the dispatcher and the connection
@@ -268,7 +253,22 @@ class SendMessageProcessor:
                 return self._answer(request, code, remark)
         append = result.append_result
         self.controller.msg_put_total += append.msg_num
-        return self._stored_answer(request, code, append.msg_id, queue_id, append.logics_offset)
+        # the answer: what _answer builds from a SendMessageResponseHeader, from a per-broker
+        # template of its extFields (their order depends only on the key set; transactionId
+        # stays null). A JSON request's answer is the whole frame, from a
+        # JsonResponseTemplate (message ids are hex).
+        if request.serialize_type == SERIALIZE_JSON:
+            key = (self.config["regionId"], self.config["traceOn"])
+            frames = self._frame_templates.get(key)
+            if frames is None:
+                frames = self._new_frame_template(key)
+            return frames.frame(code, request.opaque, append.msg_id, queue_id,
+                                append.logics_offset)
+        ext = self._ext_template(request.serialize_type).copy()  # values below keep their places
+        ext["msgId"] = append.msg_id
+        ext["queueId"] = str(queue_id)  # Integer / Long toString
+        ext["queueOffset"] = str(append.logics_offset)
+        return request.response(int(code), ext_fields=ext)
 
     def pre_send(self, header, context):
         """``preSend`` / ``msgCheck``: the topic's config, or :class:`_Refused`."""
@@ -286,7 +286,7 @@ class SendMessageProcessor:
             raise _Refused(R.SYSTEM_ERROR, invalid)
         if is_not_allowed_send_topic(topic):
             raise _Refused(R.NO_PERMISSION, "Sending message to topic[%s] is forbidden." % topic)
-        topic_config = manager.select_topic_config(topic)
+        topic_config = manager.topic_config_table.get(topic)  # select_topic_config, inlined
         if topic_config is None:
             topic_config = self._create_topic(header, context)
         # queueId >= max(writeQueueNums, readQueueNums), without the call
@@ -317,7 +317,8 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------ records
 
-    def _sys_flag(self, header, topic_config):
+    @staticmethod
+    def _sys_flag(header, topic_config):
         sys_flag = header.sys_flag
         if topic_config.topic_filter_type == _MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
@@ -353,10 +354,13 @@ class SendMessageProcessor:
         """The record ``asyncSendMessage`` builds for one message, and its ``WAIT``."""
         if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             topic_config, queue_id = self._retry_or_dlq(header, request, topic_config, queue_id)
+        sys_flag = header.sys_flag  # _sys_flag(), without the call
+        if topic_config.topic_filter_type == _MULTI_TAG:
+            sys_flag |= MULTI_TAGS_FLAG
         made = send_record(_RECORD_PLAN, topic_config.topic_name, request.body, header.properties,
-                           self.config["brokerClusterName"], queue_id, header.flag,
-                           self._sys_flag(header, topic_config), header.born_timestamp,
-                           context.address, self.store_host, header.reconsume_times)
+                           self.config["brokerClusterName"], queue_id, header.flag, sys_flag,
+                           header.born_timestamp, context.address, self.store_host,
+                           header.reconsume_times)
         if made is None:
             return self._half_message_record(header, request, topic_config, queue_id, context)
         return made
