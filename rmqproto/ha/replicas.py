@@ -157,8 +157,11 @@ class ReplicaTable:
     def live_ack_offset(self, now):
         """The best ack offset of the live replicas, or None when none is live."""
         best = None
+        limit = self.silence_limit
         for replica in self.replicas.values():  # a loop: this runs for every SYNC_MASTER put
-            if self.is_live(replica, now) and (best is None or replica.slave_ack_offset > best):
+            # is_live(replica, now), without the call
+            if (replica.reported and now - replica.last_read <= limit
+                    and (best is None or replica.slave_ack_offset > best)):
                 best = replica.slave_ack_offset
         return best
 

@@ -151,13 +151,10 @@ class RemotingProtocol(Protocol):
                 if command.flag & FLAG_RESPONSE:
                     self._response_received(command)
                     continue
-                # a request, answered here (a method of its own would cost a call a request)
-                answer = self.dispatcher.dispatch(command, self.context)
-                if type(answer) is bytes:  # the usual answer (Deferred is an ABC: slow isinstance)
-                    self._write(answer)
-                elif isinstance(answer, Deferred):
-                    answer.addCallback(self._write_answer)
-                elif answer is not None:
+                # a request, answered here (a method of its own would cost a call a request);
+                # an answer that comes later is written by the dispatcher's callback
+                answer = self.dispatcher.dispatch(command, self.context, self._write)
+                if answer is not None:
                     self._write(answer)
             if error is not None:
                 raise error
@@ -178,10 +175,6 @@ class RemotingProtocol(Protocol):
         deferred, timer = entry
         timer.cancel()
         deferred.callback(command)
-
-    def _write_answer(self, frame):
-        if frame is not None:
-            self._write(frame)
 
     # ------------------------------------------------------------ outgoing
 

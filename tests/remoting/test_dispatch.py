@@ -141,6 +141,31 @@ def test_deferred_response_and_deferred_failure():
     assert (second.opaque, second.code, second.body) == (1, R.SUCCESS, b"msg")
 
 
+def test_a_later_answer_goes_to_write_when_one_is_given():
+    """With ``write`` the dispatcher returns None and hands it each later frame: the
+    answer, a failure's SYSTEM_ERROR, none for a oneway request or a None response."""
+    later = {}
+
+    def slow(req, context):
+        later[req.opaque] = d = Deferred()
+        return d
+
+    dispatcher = RequestDispatcher()
+    dispatcher.register(11, slow)
+    written = []
+    for opaque, flag in ((1, 0), (2, 0), (3, FLAG_ONEWAY), (4, 0)):
+        assert dispatcher.dispatch(request(11, opaque=opaque, flag=flag), CONTEXT,
+                                   written.append) is None
+    later[2].errback(ValueError("store is shutting down"))
+    later[1].callback(request(0).response(R.SUCCESS, body=b"msg"))
+    later[3].callback(request(0).response(R.SUCCESS))
+    later[4].callback(None)
+    first, second = (answer(frame) for frame in written)
+    assert (first.opaque, first.code, first.remark) == (2, R.SYSTEM_ERROR, "ValueError: store is shutting down")
+    assert (second.opaque, second.code, second.body) == (1, R.SUCCESS, b"msg")
+    assert dispatcher.dispatch(request(12, opaque=5), CONTEXT, written.append) is not None
+
+
 def test_a_deferred_answer_that_is_no_command_is_a_system_error():
     later = Deferred()
     dispatcher = RequestDispatcher()
