@@ -120,7 +120,8 @@ def test_processor_may_answer_nothing():
     assert dispatcher.dispatch(request(1), CONTEXT) is None
 
 
-def test_deferred_response_and_deferred_failure():
+def slow_dispatcher():
+    """A dispatcher whose code 11 answers later: ``(dispatcher, {opaque: its Deferred})``."""
     later = {}
 
     def slow(req, context):
@@ -129,6 +130,11 @@ def test_deferred_response_and_deferred_failure():
 
     dispatcher = RequestDispatcher()
     dispatcher.register(11, slow)
+    return dispatcher, later
+
+
+def test_deferred_response_and_deferred_failure():
+    dispatcher, later = slow_dispatcher()
     ok = dispatcher.dispatch(request(11, opaque=1), CONTEXT)
     bad = dispatcher.dispatch(request(11, opaque=2), CONTEXT)
     results = []
@@ -144,14 +150,7 @@ def test_deferred_response_and_deferred_failure():
 def test_a_later_answer_goes_to_write_when_one_is_given():
     """With ``write`` the dispatcher returns None and hands it each later frame: the
     answer, a failure's SYSTEM_ERROR, none for a oneway request or a None response."""
-    later = {}
-
-    def slow(req, context):
-        later[req.opaque] = d = Deferred()
-        return d
-
-    dispatcher = RequestDispatcher()
-    dispatcher.register(11, slow)
+    dispatcher, later = slow_dispatcher()
     written = []
     for opaque, flag in ((1, 0), (2, 0), (3, FLAG_ONEWAY), (4, 0)):
         assert dispatcher.dispatch(request(11, opaque=opaque, flag=flag), CONTEXT,
