@@ -317,8 +317,7 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------ records
 
-    @staticmethod
-    def _sys_flag(header, topic_config):
+    def _sys_flag(self, header, topic_config):
         sys_flag = header.sys_flag
         if topic_config.topic_filter_type == _MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
