@@ -51,13 +51,13 @@ _TRANSFER_STATUS = {NO_MATCH: GetMessageStatus.NO_MATCHED_MESSAGE,
                     REMOVING: GetMessageStatus.MESSAGE_WAS_REMOVING,
                     FOUND: GetMessageStatus.FOUND}
 _HOST_FLAGS = msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG
+#: Replicated commit-log bytes a slave dispatches in one reactor turn (about 8 ms of CPU).
+REPUT_SLICE_BYTES = 1 << 20
 
 
 def _deferred(result):
     """``result`` (a put's :class:`PutMessageResult` or a Deferred of it) as a Deferred."""
     return result if isinstance(result, defer.Deferred) else defer.succeed(result)
-#: Replicated commit-log bytes a slave dispatches in one reactor turn (about 8 ms of CPU).
-REPUT_SLICE_BYTES = 1 << 20
 
 
 def total_physical_memory():
