@@ -32,6 +32,7 @@ is shown apart); a run with more than 0.25 cores of other load is run again
     python benchmarks/ha_bench.py             # full: a few minutes
     python benchmarks/ha_bench.py --quick     # a short smoke run
     python benchmarks/ha_bench.py --profile   # also cProfile our slave and the in-process path
+    python benchmarks/ha_bench.py --sends-only --workload "send 1 KiB, 1 thread" --client python
 """
 
 import argparse
@@ -372,15 +373,18 @@ def summary_table(catch_up, sends, markdown):
 
 
 def report(results, info, pinned, markdown):
+    """The tables of the parts that ran (``--sends-only`` leaves out catch-up and limits)."""
     placement = ("masters pinned to CPU %d, slaves and load generators to CPU %d"
                  % (MASTER_CPU, SLAVE_CPU) if pinned else "not pinned")
     parts = ["## Summary (ours ← ours against Java ← Java)", "",
-             summary_table(results["catch_up"], results["sends"], markdown), "",
-             "## Catch-up of an empty slave", "",
-             catch_up_table(results["catch_up"], markdown), "",
-             "## SYNC_MASTER sends (CPU: the master's; slave CPU: its slave's)", "",
-             send_table(results["sends"], markdown, companion="slave"), "",
-             "## Limits of this machine", "", limits_table(results["limits"], markdown), ""]
+             summary_table(results.get("catch_up", {}), results["sends"], markdown), ""]
+    if "catch_up" in results:
+        parts += ["## Catch-up of an empty slave", "",
+                  catch_up_table(results["catch_up"], markdown), ""]
+    parts += ["## SYNC_MASTER sends (CPU: the master's; slave CPU: its slave's)", "",
+              send_table(results["sends"], markdown, companion="slave"), ""]
+    if "limits" in results:
+        parts += ["## Limits of this machine", "", limits_table(results["limits"], markdown), ""]
     parts += ["WARNING: " + line for line in errors(results["sends"])]
     parts += ["%(cpus)d CPUs, %(cpu)s; %(python)s; %(java)s" % info, placement]
     return "\n".join(parts)
@@ -404,6 +408,13 @@ def main(argv=None):
     parser.add_argument("--profile", action="store_true",
                         help="profile the in-process path and our slave in one more ours ← ours "
                              "catch-up (not counted); print both")
+    parser.add_argument("--sends-only", action="store_true",
+                        help="only the SYNC_MASTER sends: no limits, no catch-up")
+    parser.add_argument("--workload", action="append", metavar="NAME",
+                        choices=[w.name for w in WORKLOADS],
+                        help="run only this SYNC_MASTER send workload (repeatable)")
+    parser.add_argument("--client", action="append", choices=("java", "python"),
+                        help="run the sends with only this load generator (repeatable)")
     parser.add_argument("--markdown", type=Path, help="also write the tables there as markdown")
     parser.add_argument("--json", type=Path, help="also write the raw figures there")
     args = parser.parse_args(argv)
@@ -420,34 +431,37 @@ def main(argv=None):
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="ha-bench-"))
     results = {}
+    slave_profile = workdir / "slave.prof" if args.profile and not args.sends_only else None
     try:
-        log("limits: loopback TCP and file writes")
-        total = settings["limit_megabytes"] * MB
-        results["limits"] = {"tcp_32k": limits.loopback_mb_s(total, 32 * 1024, pinned),
-                             "tcp_1m": limits.loopback_mb_s(total, MB, pinned),
-                             "file": limits.file_write_mb_s(workdir, total)}
-        log("our replication path in one process")
-        results["limits"]["path"] = hapath.measure(settings["path_megabytes"], BODY_SIZE)
-        slave_profile = workdir / "slave.prof" if args.profile else None
-        results["catch_up"] = catch_up_runs(workdir / "catch-up", pinned, megabytes, args.repeat,
-                                            reruns, slave_profile)
-        workloads = [w for w in WORKLOADS if w.name in settings["workloads"]]
+        if not args.sends_only:
+            log("limits: loopback TCP and file writes")
+            total = settings["limit_megabytes"] * MB
+            results["limits"] = {"tcp_32k": limits.loopback_mb_s(total, 32 * 1024, pinned),
+                                 "tcp_1m": limits.loopback_mb_s(total, MB, pinned),
+                                 "file": limits.file_write_mb_s(workdir, total)}
+            log("our replication path in one process")
+            results["limits"]["path"] = hapath.measure(settings["path_megabytes"], BODY_SIZE)
+            results["catch_up"] = catch_up_runs(workdir / "catch-up", pinned, megabytes,
+                                                args.repeat, reruns, slave_profile)
+        names = args.workload or settings["workloads"]
+        workloads = [w for w in WORKLOADS if w.name in names]
         results["sends"] = sync_send_runs(workdir / "sync", pinned, workloads,
-                                          settings["clients"], warmup, seconds,
+                                          args.client or settings["clients"], warmup, seconds,
                                           args.repeat, reruns)
         info = machine()
         print(report(results, info, pinned, markdown=False))
         if args.markdown:
             args.markdown.write_text(report(results, info, pinned, markdown=True) + "\n")
         if args.json:
-            raw = dict(results, catch_up={_label(*k): v for k, v in results["catch_up"].items()})
+            raw = dict(results, catch_up={_label(*k): v
+                                          for k, v in results.get("catch_up", {}).items()})
             args.json.write_text(json.dumps(dict(machine=info, pinned=pinned, mode=mode,
                                                  megabytes=megabytes, warmup=warmup,
                                                  seconds=seconds, results=raw), indent=2)
                                  + "\n")
         if args.profile:
             print(hapath.report(hapath.measure(settings["path_megabytes"], BODY_SIZE, True)))
-            if slave_profile.exists():
+            if slave_profile is not None and slave_profile.exists():
                 print("our slave process during an extra ours ← ours catch-up:")
                 print_profile(slave_profile)
     finally:
