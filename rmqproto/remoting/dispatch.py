@@ -63,14 +63,18 @@ class RequestContext:
 
     ``connection`` is the :class:`~rmqproto.remoting.protocol.RemotingProtocol` the
     request arrived on (use it to call the peer back or to close it); ``peer`` is the
-    peer's address as ``"host:port"``. A connection keeps one context for all its requests.
+    peer's address as ``"host:port"``; ``write``, when not None, writes a frame to the
+    connection, for an answer a processor hands to
+    :meth:`RequestDispatcher.write_answer` later instead of returning a Deferred. A
+    connection keeps one context for all its requests.
     """
 
-    __slots__ = ("connection", "peer", "address")
+    __slots__ = ("connection", "peer", "address", "write")
 
-    def __init__(self, connection, peer):
+    def __init__(self, connection, peer, write=None):
         self.connection = connection
         self.peer = peer
+        self.write = write
         #: ``peer`` as ``(host, port)``, or None if it is not ``host:port`` (parsed here:
         #: every send reads it, and a connection keeps its context)
         self.address = _parsed(peer)
@@ -187,6 +191,18 @@ class RequestDispatcher:
             return self._finish(request, response)
         except Exception:
             return self._failed(Failure(), request)
+
+    def write_answer(self, request, write, answer, *args):
+        """For a processor that answers ``request`` later without a Deferred: the response
+        ``answer(*args)`` makes (what a processor returns), finished as :meth:`dispatch`
+        finishes one and handed to ``write`` (a :class:`RequestContext`'s); SYSTEM_ERROR
+        when ``answer`` raises, nothing for a oneway request."""
+        try:
+            frame = self._finish(request, answer(*args))
+        except Exception:
+            frame = self._failed(Failure(), request)
+        if frame is not None:
+            write(frame)
 
     def _write_later(self, response, request, write):
         """:meth:`_finish_later`, its frame (if any) handed to ``write``."""

@@ -107,7 +107,7 @@ class RemotingProtocol(Protocol):
         if set_no_delay is not None:
             set_no_delay(True)
         self.peer = format_address(self.transport.getPeer())
-        self.context = RequestContext(self, self.peer)
+        self.context = RequestContext(self, self.peer, self._write)
         if self.factory is not None:
             self.factory.connection_made(self)
 
@@ -146,6 +146,8 @@ class RemotingProtocol(Protocol):
             self._gathered = []
         try:
             frames, error = self._decoder.take(data)
+            context = self.context
+            write = context.write
             for frame in frames:
                 command = decode_frame(frame)
                 if command.flag & FLAG_RESPONSE:
@@ -153,9 +155,9 @@ class RemotingProtocol(Protocol):
                     continue
                 # a request, answered here (a method of its own would cost a call a request);
                 # an answer that comes later is written by the dispatcher's callback
-                answer = self.dispatcher.dispatch(command, self.context, self._write)
+                answer = self.dispatcher.dispatch(command, context, write)
                 if answer is not None:
-                    self._write(answer)
+                    write(answer)
             if error is not None:
                 raise error
         except CodecError as exc:

@@ -165,6 +165,28 @@ def test_a_later_answer_goes_to_write_when_one_is_given():
     assert dispatcher.dispatch(request(12, opaque=5), CONTEXT, written.append) is not None
 
 
+def test_write_answer_finishes_a_processors_later_answer_without_a_deferred():
+    """What a processor that kept ``context.write`` hands in later: finished as
+    :meth:`dispatch` finishes an answer, SYSTEM_ERROR when making it raises, nothing for a
+    oneway request."""
+    dispatcher = RequestDispatcher()
+    written = []
+
+    def broken():
+        raise ValueError("no answer")
+
+    dispatcher.write_answer(request(11, opaque=1), written.append, request(0).response,
+                            R.SUCCESS, "stored")
+    dispatcher.write_answer(request(11, opaque=2), written.append, broken)
+    dispatcher.write_answer(request(11, opaque=3, flag=FLAG_ONEWAY), written.append,
+                            request(0).response, R.SUCCESS)
+    first, second = (answer(frame) for frame in written)
+    assert (first.opaque, first.code, first.remark, first.version) == (
+        1, R.SUCCESS, "stored", CURRENT_VERSION)
+    assert (second.opaque, second.code) == (2, R.SYSTEM_ERROR)
+    assert second.remark.startswith("ValueError: no answer, broken(test_dispatch.py:")
+
+
 def test_a_deferred_answer_that_is_no_command_is_a_system_error():
     later = Deferred()
     dispatcher = RequestDispatcher()

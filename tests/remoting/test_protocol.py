@@ -84,6 +84,19 @@ def test_answers_made_after_the_read_go_out_at_once():
     assert len(wire.transport.writes) == 4
 
 
+def test_a_processor_writes_a_later_answer_through_its_context():
+    """``context.write`` is the connection's: an answer a processor hands to
+    ``write_answer`` after the read goes out as a Deferred's would."""
+    wire = Wire()
+    kept = []
+    wire.dispatcher.register(7, lambda req, context: kept.append((req, context.write)))
+    wire.receive(request(7, opaque=1))
+    assert wire.transport.writes == []
+    (req, write), = kept
+    wire.dispatcher.write_answer(req, write, req.response, R.SUCCESS)
+    assert [(a.opaque, a.code) for a in wire.sent()] == [(1, R.SUCCESS)]
+
+
 def test_answers_made_together_within_gathered_writes_go_out_in_one_send_a_connection():
     wires = [Wire(), Wire()]
     waiting = []
