@@ -230,8 +230,7 @@ class HAMasterService(service.Service):
                 loop.stop()
         for connection in list(self.table.replicas):
             connection.close("the master is stopping")
-        for waiter in self.waits.take_all():
-            waiter.callback(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        _answer(self.waits.take_all(), PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
         port, self.listening_port = self.listening_port, None
         return defer.maybeDeferred(port.stopListening) if port is not None else None
 
@@ -301,31 +300,30 @@ class HAMasterService(service.Service):
 
     # -- group transfer (SYNC_MASTER)
 
-    def wait_for_replica(self, next_offset):
-        """``store.replica_waiter``: SLAVE_NOT_AVAILABLE at once when no slave is OK, else
-        a Deferred firing PUT_OK when a slave acks ``next_offset`` or FLUSH_SLAVE_TIMEOUT
-        after ``slaveTimeout`` ms."""
+    def wait_for_replica(self, next_offset, then, token):
+        """``store.replica_waiter``: the status when it is decided at once (SLAVE_NOT_AVAILABLE
+        when no slave is OK, PUT_OK when a slave acked ``next_offset`` already), else None
+        and, once, ``then(status, token)``: PUT_OK when a slave acks ``next_offset``,
+        FLUSH_SLAVE_TIMEOUT after ``slaveTimeout`` ms or when the service stops."""
         now = int(self.reactor.seconds() * 1000)  # now(), without the call: every put asks
         table = self.table
         if not table.is_slave_ok(next_offset, now):
-            return defer.succeed(PutMessageStatus.SLAVE_NOT_AVAILABLE)
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
         if table.push2slave_max_offset >= next_offset:
-            return defer.succeed(PutMessageStatus.PUT_OK)
-        waiter = defer.Deferred()
+            return PutMessageStatus.PUT_OK
         deadline = now + self.slave_timeout
-        self.waits.add(next_offset, deadline, waiter)
+        self.waits.add(next_offset, deadline, (then, token))
         # the transfer follows at the turn's end (_on_appended); the armed timer already
         # fires early enough unless the clock stepped back
         if self._deadline_at is None or deadline < self._deadline_at:
             self._arm_deadline()
-        return waiter
+        return None
 
     def _answer_acks(self):
         acked = self.waits.acked(self.table.push2slave_max_offset)
         if acked:
             with gathered_writes():  # one ack often answers several sends of one connection
-                for waiter in acked:
-                    waiter.callback(PutMessageStatus.PUT_OK)
+                _answer(acked, PutMessageStatus.PUT_OK)
 
     def _arm_deadline(self):
         """Arm the timer for the earliest deadline (``_deadline_at``, ms), unless it is."""
@@ -347,8 +345,7 @@ class HAMasterService(service.Service):
         if expired:
             log.warn("{count} sends waited {ms} ms for a slave ack: FLUSH_SLAVE_TIMEOUT",
                      count=len(expired), ms=self.slave_timeout)
-        for waiter in expired:
-            waiter.callback(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        _answer(expired, PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
         self._arm_deadline()
 
     # -- observability
@@ -368,6 +365,15 @@ class HAMasterService(service.Service):
                      addr=replica.addr, ack=replica.slave_ack_offset,
                      lag=max_offset - max(replica.slave_ack_offset, 0),
                      state="live" if self.table.is_live(replica, now) else "silent")
+
+
+def _answer(waits, status):
+    """``then(status, token)`` of each wait; one that raises is logged and the rest go on."""
+    for then, token in waits:
+        try:
+            then(status, token)
+        except Exception:
+            log.failure("answering a SYNC_MASTER send waiting for a slave ack")
 
 
 def _remove(items, item):

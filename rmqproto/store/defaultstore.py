@@ -60,6 +60,23 @@ def _deferred(result):
     return result if isinstance(result, defer.Deferred) else defer.succeed(result)
 
 
+def _fire(value, deferred):
+    """A ``then`` that fires ``deferred`` with ``value``."""
+    deferred.callback(value)
+
+
+def _replicated(status, waiting):
+    """The replica wait's ``then``: ``waiting`` is ``(append result, then, token)`` of the put."""
+    result, then, token = waiting
+    then(PutMessageResult(status, result), token)
+
+
+def _wait_failed(failure, result, then, token):
+    """A flush wait that failed: logged, and the put answered UNKNOWN_ERROR."""
+    log.failure("waiting for a put's flush", failure)
+    then(PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, result), token)
+
+
 def total_physical_memory():
     """``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``."""
     try:
@@ -485,10 +502,12 @@ class DefaultMessageStore:
     def put_message(self, record, wait_store_msg_ok=True):
         return _deferred(self.put_message_at_once(record, wait_store_msg_ok))
 
-    def put_message_at_once(self, record, wait_store_msg_ok=True):
+    def put_message_at_once(self, record, wait_store_msg_ok=True, then=None, token=None):
         """:meth:`put_message`, whose :class:`PutMessageResult` comes as it is when it is final
         at once (refused, or stored with no flush or replica wait), else in the Deferred:
-        the send path answers the usual send without a Deferred's cost."""
+        the send path answers the usual send without a Deferred's cost. With ``then``, a
+        result that comes later comes as ``then(result, token)``, once, and this returns
+        None: a SYNC_MASTER send waits without any Deferred."""
         status = self._store_status()
         if status is PUT_OK:
             topic = record.topic
@@ -503,7 +522,7 @@ class DefaultMessageStore:
                 status = PutMessageStatus.MESSAGE_ILLEGAL
         if status is not PUT_OK:
             return self._refused(status)
-        return self._append([record], [properties], total, wait_store_msg_ok)
+        return self._append([record], [properties], total, wait_store_msg_ok, then, token)
 
     def put_messages(self, records, wait_store_msg_ok=True):
         """See :class:`IMessageStore`; a failed Deferred (CodecError) where Java's batch encoder
@@ -524,11 +543,11 @@ class DefaultMessageStore:
             return defer.succeed(self._refused(status))
         return _deferred(self._append(records, properties, total, wait_store_msg_ok))
 
-    def _append(self, records, properties, total, wait):
+    def _append(self, records, properties, total, wait, then=None, token=None):
         """Append ``records`` that passed the checks (``properties`` and ``total``: the
         strings and the size they measured) to the commit log, dispatch what it wrote and
-        start the waits: the :class:`PutMessageResult`, or a Deferred of it while a wait
-        runs."""
+        start the waits: the :class:`PutMessageResult`, or while a wait runs a Deferred of
+        it, or with ``then`` None and ``then(result, token)`` when the waits end."""
         before = self.commit_log.queue.max_offset
         at_head = self.reput.reput_from_offset == before
         # the store clock (now()), without the call
@@ -562,23 +581,35 @@ class DefaultMessageStore:
             if self.flusher.woken_by_puts:
                 self._flush_wanted = True
             flushed = None
-        replicated = None
-        if (self.config["brokerRole"] == "SYNC_MASTER" and wait
-                and self.replica_waiter is not None):
-            replicated = self.replica_waiter(next_offset)
-        if flushed is None and replicated is None:
+        replica = (self.config["brokerRole"] == "SYNC_MASTER" and wait
+                   and self.replica_waiter is not None)
+        if flushed is None and not replica:
             return PutMessageResult(PUT_OK, result)
-        if flushed is None or replicated is None:
-            # one wait: its status is the answer (no DeferredList per send)
-            return (flushed or replicated).addCallback(PutMessageResult, result)
+        deferred = None
+        if then is None:
+            deferred = defer.Deferred()
+            then, token = _fire, deferred
+        if flushed is None:  # the usual SYNC_MASTER send: the replica's status is the answer
+            status = self.replica_waiter(next_offset, _replicated, (result, then, token))
+            return deferred if status is None else PutMessageResult(status, result)
+        if replica:
+            replicated = defer.Deferred()
+            status = self.replica_waiter(next_offset, _fire, replicated)
+            if status is not None:
+                replicated.callback(status)
 
-        def combine(statuses):
-            flush_status, replica_status = statuses
-            if replica_status is not PUT_OK:
-                return PutMessageResult(replica_status, result)
-            return PutMessageResult(flush_status, result)
+            def combine(statuses):  # a non-OK replica status wins
+                flush_status, replica_status = statuses
+                if replica_status is not PUT_OK:
+                    return PutMessageResult(replica_status, result)
+                return PutMessageResult(flush_status, result)
 
-        return defer.gatherResults([flushed, replicated]).addCallback(combine)
+            waited = defer.gatherResults([flushed, replicated]).addCallback(combine)
+        else:
+            waited = flushed.addCallback(PutMessageResult, result)
+        waited.addCallbacks(then, _wait_failed, callbackArgs=(token,),
+                            errbackArgs=(result, then, token))
+        return deferred
 
     # ------------------------------------------------------------ HA
 

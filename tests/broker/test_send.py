@@ -359,45 +359,71 @@ def test_a_batch_waits_as_its_header_says(broker):
     assert broker.store.waits == [False]
 
 
-def dispatch(controller, header, body=b"hello"):
-    """Send without waiting for the answer: a list that gets the decoded response."""
+def dispatch(controller, header, body=b"hello", connection=False):
+    """Send without waiting for the answer: a list that gets the decoded response. With
+    ``connection`` the context can write, as a connection's does, so a later answer comes
+    without a Deferred."""
     request = RemotingCommand(int(RC.SEND_MESSAGE_V2), opaque=7, ext_fields=header.to_ext_fields(),
                               body=body)
     answers = []
-    answer = controller.dispatcher.dispatch(request, RequestContext(None, "192.168.1.7:40000"))
+
+    def write(frame):
+        answers.append(decode_frame(frame[4:]))
+
+    context = RequestContext(None, "192.168.1.7:40000", write if connection else None)
+    answer = controller.dispatcher.dispatch(request, context)
     if isinstance(answer, Deferred):  # the store waits (a flush, a slave)
-        answer.addCallback(lambda frame: answers.append(decode_frame(frame[4:])))
-    else:  # stored at once: answered at once
-        answers.append(decode_frame(answer[4:]))
+        answer.addCallback(write)
+    elif answer is not None:  # stored at once: answered at once
+        write(answer)
     return answers
 
 
-def test_sync_flush_answers_a_wait_false_send_at_once(tmp_path, stores):
+@pytest.mark.parametrize("connection", [False, True])
+def test_sync_flush_answers_a_wait_false_send_at_once(tmp_path, stores, connection):
     store = stores.open(start=False, flushDiskType="SYNC_FLUSH", syncFlushTimeout=2000)
     runner = store.flusher.run_blocking = ManualRunner()
     store.start()
     broker = BrokerController(broker_config(tmp_path, flushDiskType="SYNC_FLUSH"),
                               store.reactor, store=store)
-    no_wait = dispatch(broker, send_header(properties={"WAIT": "false"}))
+    no_wait = dispatch(broker, send_header(properties={"WAIT": "false"}), connection=connection)
     assert [(a.code, a.ext_fields["queueOffset"]) for a in no_wait] == [(R.SUCCESS, "0")]
-    waiting = dispatch(broker, send_header(properties={"WAIT": "true"}))
+    waiting = dispatch(broker, send_header(properties={"WAIT": "true"}), connection=connection)
     assert waiting == [] and runner.jobs
     while runner.jobs:
         runner.run_next()
     assert [(a.code, a.ext_fields["queueOffset"]) for a in waiting] == [(R.SUCCESS, "1")]
-    late = dispatch(broker, send_header(properties={"TAGS": "a"}))
+    late = dispatch(broker, send_header(properties={"TAGS": "a"}), connection=connection)
     store.reactor.advance(2.1)
     assert [a.code for a in late] == [R.FLUSH_DISK_TIMEOUT]
 
 
 def test_sync_master_answers_a_wait_false_send_without_the_slave(tmp_path, stores):
     store = stores.open(brokerRole="SYNC_MASTER")
-    store.replica_waiter = lambda next_offset: Deferred()  # a slave that never answers
+    store.replica_waiter = lambda next_offset, then, token: None  # a slave that never answers
     broker = BrokerController(broker_config(tmp_path, brokerRole="SYNC_MASTER"),
                               store.reactor, store=store)
     assert [a.code for a in dispatch(broker, send_header(properties={"WAIT": "false"}))] == [
         R.SUCCESS]
     assert dispatch(broker, send_header()) == []
+
+
+@pytest.mark.parametrize("connection", [False, True])
+def test_sync_master_answers_once_the_slave_acks(tmp_path, stores, connection):
+    """Through the store's ``then`` (a context that writes) or a Deferred: the same answer."""
+    store = stores.open(brokerRole="SYNC_MASTER")
+    waits = []
+    store.replica_waiter = lambda next_offset, then, token: waits.append((then, token))
+    broker = BrokerController(broker_config(tmp_path, brokerRole="SYNC_MASTER"),
+                              store.reactor, store=store)
+    first = dispatch(broker, send_header(), connection=connection)
+    second = dispatch(broker, send_header(), connection=connection)
+    assert first == second == [] and len(waits) == 2
+    for (then, token), status in zip(waits, (PutMessageStatus.PUT_OK,
+                                             PutMessageStatus.FLUSH_SLAVE_TIMEOUT)):
+        then(status, token)
+    assert [(a.code, a.opaque, a.ext_fields["queueOffset"]) for a in first + second] == [
+        (R.SUCCESS, 7, "0"), (R.FLUSH_SLAVE_TIMEOUT, 7, "1")]
 
 
 def test_a_full_disk_remark_shows_the_retention_measure_in_java_format(tmp_path):

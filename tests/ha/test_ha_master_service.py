@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import MemoryReactorClock, StringTransport
+from twisted.logger import capturedLogs
 
 from rmqproto.codec.ha import TransferReader, encode_slave_report
 from rmqproto.ha.master import HAMasterService
@@ -103,9 +104,12 @@ def data(n, start=0):
     return bytes((start + i) % 251 for i in range(n))
 
 
-def results(d):
+def results(ha, next_offset):
+    """The statuses ``ha.wait_for_replica(next_offset, …)`` gives: at once, or later."""
     out = []
-    d.addCallback(out.append)
+    status = ha.wait_for_replica(next_offset, lambda later, token: token.append(later), out)
+    if status is not None:
+        out.append(status)
     return out
 
 
@@ -298,17 +302,17 @@ def test_a_reconnected_slave_retires_the_stale_connection():
 
 def test_no_slave_means_slave_not_available_at_once():
     ha, _, store = make_service()
-    assert results(ha.wait_for_replica(100)) == [PutMessageStatus.SLAVE_NOT_AVAILABLE]
+    assert results(ha, 100) == [PutMessageStatus.SLAVE_NOT_AVAILABLE]
     Slave(ha)                    # connected but never reported
-    assert results(ha.wait_for_replica(100)) == [PutMessageStatus.SLAVE_NOT_AVAILABLE]
+    assert results(ha, 100) == [PutMessageStatus.SLAVE_NOT_AVAILABLE]
 
 
 def test_a_slave_too_far_behind_means_slave_not_available():
     ha, _, store = make_service(haSlaveFallbehindMax=500)
     store.append(data(1000))
     Slave(ha).report(400)
-    assert results(ha.wait_for_replica(899)) == []
-    assert results(ha.wait_for_replica(900)) == [PutMessageStatus.SLAVE_NOT_AVAILABLE]
+    assert results(ha, 899) == []
+    assert results(ha, 900) == [PutMessageStatus.SLAVE_NOT_AVAILABLE]
 
 
 def test_an_ack_reaching_the_offset_answers_put_ok():
@@ -316,7 +320,7 @@ def test_an_ack_reaching_the_offset_answers_put_ok():
     slave = Slave(ha)
     slave.report(0)
     store.append(data(300))
-    first, second = results(ha.wait_for_replica(100)), results(ha.wait_for_replica(300))
+    first, second = results(ha, 100), results(ha, 300)
     slave.report(200)
     assert (first, second) == ([PutMessageStatus.PUT_OK], [])
     slave.report(300)
@@ -339,8 +343,14 @@ def test_the_answers_one_ack_releases_leave_their_connection_in_one_send():
     slave.report(0)
     store.append(data(400))
     dispatcher = RequestDispatcher()
-    dispatcher.register(10, lambda req, context: ha.wait_for_replica(int(req.body)).addCallback(
-        lambda status: req.response(0, remark=status.name)))
+
+    def process(request, context):
+        def answer(status, _):
+            dispatcher.write_answer(request, context.write,
+                                    lambda: request.response(0, remark=status.name))
+        ha.wait_for_replica(int(request.body), answer, None)
+
+    dispatcher.register(10, process)
     client, transport = RemotingProtocol(dispatcher, reactor), Recording()
     transport.writes = []
     client.makeConnection(transport)
@@ -352,15 +362,32 @@ def test_the_answers_one_ack_releases_leave_their_connection_in_one_send():
     assert [(a.opaque, a.remark) for a in answers] == [(n, "PUT_OK") for n in (1, 2, 3)]
 
 
+def test_a_wait_whose_answer_raises_leaves_the_others_answered():
+    ha, _, store = make_service()
+    slave = Slave(ha)
+    slave.report(0)
+    store.append(data(300))
+
+    def broken(status, token):
+        raise RuntimeError("a broken answer")
+
+    assert ha.wait_for_replica(100, broken, None) is None
+    second = results(ha, 200)
+    with capturedLogs() as events:
+        slave.report(300)
+    assert second == [PutMessageStatus.PUT_OK] and len(ha.waits) == 0
+    assert [e["log_failure"].type for e in events if "log_failure" in e] == [RuntimeError]
+
+
 def test_the_deadline_answers_flush_slave_timeout_after_slaveTimeout():
     ha, reactor, store = make_service(slaveTimeout=3000)
     slave = Slave(ha)
     slave.report(0)
     store.append(data(300))
-    first = results(ha.wait_for_replica(100))
+    first = results(ha, 100)
     reactor.advance(1.5)
     slave.report(0)              # acks that do not reach the offset do not decide anything
-    second = results(ha.wait_for_replica(300))
+    second = results(ha, 300)
     reactor.advance(1.499)
     assert first == [] and second == []
     reactor.advance(0.001)
@@ -375,7 +402,7 @@ def test_thousands_of_waits_one_timer_one_ack():
     slave = Slave(ha)
     slave.report(0)
     store.append(data(5000))
-    answers = [results(ha.wait_for_replica(offset)) for offset in range(1, 5001)]
+    answers = [results(ha, offset) for offset in range(1, 5001)]
     assert len([c for c in reactor.getDelayedCalls() if c.func == ha._expire]) == 1
     slave.report(2500)
     assert all(a == [PutMessageStatus.PUT_OK] for a in answers[:2500])
@@ -389,7 +416,7 @@ def test_stopping_answers_the_waits_and_closes_the_connections():
     slave = Slave(ha)
     slave.report(0)
     store.append(data(10))
-    waiting = results(ha.wait_for_replica(10))
+    waiting = results(ha, 10)
     ha.stopService()
     assert waiting == [PutMessageStatus.FLUSH_SLAVE_TIMEOUT]
     assert slave.closed and len(ha.table) == 0

@@ -498,9 +498,8 @@ def test_sync_master_waits_for_the_replica_unless_told_not_to(stores):
     store = stores.open(brokerRole="SYNC_MASTER")
     replicas = []
 
-    def replica_waiter(next_offset):
-        replicas.append((next_offset, defer.Deferred()))
-        return replicas[-1][1]
+    def replica_waiter(next_offset, then, token):
+        replicas.append((next_offset, then, token))
 
     store.replica_waiter = replica_waiter
     at_once, waiting = [], []
@@ -508,8 +507,28 @@ def test_sync_master_waits_for_the_replica_unless_told_not_to(stores):
     assert [a.status for a in at_once] == [S.PUT_OK] and replicas == []
     store.put_message(record()).addCallback(waiting.append)
     assert waiting == [] and replicas[0][0] == store.get_max_phy_offset()
-    replicas[0][1].callback(S.FLUSH_SLAVE_TIMEOUT)
+    _, then, token = replicas[0]
+    then(S.FLUSH_SLAVE_TIMEOUT, token)
     assert [a.status for a in waiting] == [S.FLUSH_SLAVE_TIMEOUT]
+
+
+def test_a_replica_wait_answers_then_without_a_deferred(stores):
+    """``put_message_at_once(…, then, token)``: the replica's status decided at once comes as
+    the result; a later one as ``then(result, token)``, and the put returns None."""
+    store = stores.open(brokerRole="SYNC_MASTER")
+    replicas, answers = [], []
+    store.replica_waiter = lambda next_offset, then, token: (
+        S.SLAVE_NOT_AVAILABLE if not replicas else replicas.append((then, token)))
+    refused = store.put_message_at_once(record(), True, lambda *a: answers.append(a), "t1")
+    assert refused.status is S.SLAVE_NOT_AVAILABLE and refused.append_result.logics_offset == 0
+    replicas.append(None)  # a slave is OK from now on
+    assert store.put_message_at_once(record(), True, lambda *a: answers.append(a), "t2") is None
+    assert answers == []
+    then, token = replicas[1]
+    then(S.PUT_OK, token)
+    [(result, token)] = answers
+    assert token == "t2" and result.status is S.PUT_OK
+    assert result.append_result.logics_offset == 1
 
 
 @pytest.mark.parametrize("flush, replica, answer", [
@@ -523,7 +542,11 @@ def test_sync_flush_and_sync_master_answer_once_both_waits_end(stores, flush, re
     store = stores.open(start=False, brokerRole="SYNC_MASTER", flushDiskType="SYNC_FLUSH")
     flushed, replicated = defer.Deferred(), defer.Deferred()
     store.flusher.wait_for = lambda next_offset: flushed
-    store.replica_waiter = lambda next_offset: replicated
+
+    def replica_waiter(next_offset, then, token):
+        replicated.addCallback(then, token)  # and None: the status comes later
+
+    store.replica_waiter = replica_waiter
     store.start()
     answers = []
     store.put_message(record()).addCallback(answers.append)

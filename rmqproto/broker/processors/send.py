@@ -176,9 +176,15 @@ class SendMessageProcessor:
         store = controller.store
         # a put whose result is final at once comes without a Deferred where the store can
         self._put_message = getattr(store, "put_message_at_once", store.put_message)
+        # and with a dispatcher to answer (register_with), a later one to _stored_later
+        self._put_later = None
+        self._dispatcher = None
+        self._then = self._stored_later  # bound once: every send passes it
 
     def register_with(self, dispatcher):
         self._version = dispatcher.version
+        self._dispatcher = dispatcher
+        self._put_later = getattr(self.controller.store, "put_message_at_once", None)
         for code in (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE):
             dispatcher.register(int(code), self.process_request)
 
@@ -230,7 +236,13 @@ class SendMessageProcessor:
                 put = self.controller.store.put_messages(records, wait_store_msg_ok=wait)
             else:
                 record, wait = self.message_record(header, request, topic_config, queue_id, context)
-                put = self._put_message(record, wait)
+                write = context.write
+                if write is not None and self._put_later is not None:
+                    put = self._put_later(record, wait, self._then, (request, queue_id, write))
+                    if put is None:
+                        return None  # answered by _stored_later
+                else:
+                    put = self._put_message(record, wait)
         except _Refused as refused:
             return self._answer(request, refused.code, refused.remark)
         if type(put) is PutMessageResult:  # final at once: stored without a wait, or refused
@@ -242,6 +254,12 @@ class SendMessageProcessor:
                 return self._put_done(put.result, request, queue_id)
             return put  # the dispatcher answers the failure
         return put.addCallback(self._put_done, request, queue_id)
+
+    def _stored_later(self, result, waiting):
+        """The store's ``then`` for a put that waited (a flush, a slave ack): the answer,
+        written to the request's connection; ``waiting`` is ``(request, queue id, write)``."""
+        request, queue_id, write = waiting
+        self._dispatcher.write_answer(request, write, self._put_done, result, request, queue_id)
 
     def _put_done(self, result, request, queue_id):
         status = result.status
