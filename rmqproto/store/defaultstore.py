@@ -527,6 +527,15 @@ class DefaultMessageStore:
     def put_messages(self, records, wait_store_msg_ok=True):
         """See :class:`IMessageStore`; a failed Deferred (CodecError) where Java's batch encoder
         throws (:func:`check_batch`)."""
+        try:
+            return _deferred(self.put_messages_at_once(records, wait_store_msg_ok))
+        except CodecError:
+            return defer.fail()
+
+    def put_messages_at_once(self, records, wait_store_msg_ok=True, then=None, token=None):
+        """:meth:`put_messages` as :meth:`put_message_at_once` is :meth:`put_message` (the
+        result as it is when final at once, with ``then`` a later one to ``then``); raises
+        CodecError where :meth:`put_messages`' Deferred fails."""
         packed = isinstance(records, msg.PackedBatch)  # written from its body, no records
         if not packed and not isinstance(records, list):
             records = list(records)
@@ -534,14 +543,11 @@ class DefaultMessageStore:
         if status is PUT_OK:
             if not packed:
                 self._fix_batch_host_flags(records)  # a packed batch's hosts are IPv4
-            try:
-                status, properties, total = (check_packed_batch if packed else check_batch)(
-                    records, self.config["maxMessageSize"])
-            except CodecError:
-                return defer.fail()
+            status, properties, total = (check_packed_batch if packed else check_batch)(
+                records, self.config["maxMessageSize"])
         if status is not PUT_OK:
-            return defer.succeed(self._refused(status))
-        return _deferred(self._append(records, properties, total, wait_store_msg_ok))
+            return self._refused(status)
+        return self._append(records, properties, total, wait_store_msg_ok, then, token)
 
     def _append(self, records, properties, total, wait, then=None, token=None):
         """Append ``records`` that passed the checks (``properties`` and ``total``: the

@@ -359,12 +359,11 @@ def test_a_batch_waits_as_its_header_says(broker):
     assert broker.store.waits == [False]
 
 
-def dispatch(controller, header, body=b"hello", connection=False):
+def dispatch(controller, header, body=b"hello", connection=False, code=RC.SEND_MESSAGE_V2):
     """Send without waiting for the answer: a list that gets the decoded response. With
     ``connection`` the context can write, as a connection's does, so a later answer comes
     without a Deferred."""
-    request = RemotingCommand(int(RC.SEND_MESSAGE_V2), opaque=7, ext_fields=header.to_ext_fields(),
-                              body=body)
+    request = RemotingCommand(int(code), opaque=7, ext_fields=header.to_ext_fields(), body=body)
     answers = []
 
     def write(frame):
@@ -424,6 +423,12 @@ def test_sync_master_answers_once_the_slave_acks(tmp_path, stores, connection):
         then(status, token)
     assert [(a.code, a.opaque, a.ext_fields["queueOffset"]) for a in first + second] == [
         (R.SUCCESS, 7, "0"), (R.FLUSH_SLAVE_TIMEOUT, 7, "1")]
+    batch = dispatch(broker, send_header(batch=True), encode_batch([Message(b"a"), Message(b"b")]),
+                     connection=connection, code=RC.SEND_BATCH_MESSAGE)
+    assert batch == [] and len(waits) == 3
+    then, token = waits[2]
+    then(PutMessageStatus.PUT_OK, token)
+    assert [(a.code, a.ext_fields["queueOffset"]) for a in batch] == [(R.SUCCESS, "2")]
 
 
 def test_a_full_disk_remark_shows_the_retention_measure_in_java_format(tmp_path):

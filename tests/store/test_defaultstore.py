@@ -8,6 +8,7 @@ from twisted.internet import defer
 from rmqproto.codec import consumequeue, indexfile, message as msg
 from rmqproto.codec.javalang import masked_crc32
 from rmqproto.config import ConfigError
+from rmqproto.errors import CodecError
 from rmqproto.codec.storefile import offset_to_file_name
 from rmqproto.store.dispatch import SCHEDULE_TOPIC, arrivals
 from rmqproto.store.interfaces import IMessageStore
@@ -492,6 +493,31 @@ def test_put_message_at_once_gives_a_final_result_as_it_is(stores):
     assert refused.status is S.MESSAGE_ILLEGAL and refused.append_result is None
     store.running_flags.writeable = False
     assert store.put_message_at_once(record()).status is S.SERVICE_NOT_AVAILABLE
+
+
+def test_put_messages_at_once_gives_a_batchs_final_result_as_it_is(stores):
+    """As put_message_at_once: the result itself, or ``then``'s for a replica wait; and
+    CodecError raised where put_messages' Deferred fails."""
+    store = stores.open(brokerRole="SYNC_MASTER")
+    waits, answers = [], []
+    store.replica_waiter = lambda next_offset, then, token: waits.append((then, token))
+    batch = [record(body=b"m%d" % i) for i in range(3)]
+    stored = store.put_messages_at_once(batch, wait_store_msg_ok=False)
+    assert stored.status is S.PUT_OK and stored.append_result.msg_num == 3
+    assert store.put_messages_at_once(batch, True, lambda *a: answers.append(a), "t") is None
+    then, token = waits[0]
+    then(S.PUT_OK, token)
+    [(result, token)] = answers
+    assert token == "t" and result.append_result.logics_offset == 3
+    refused = store.put_messages_at_once([record(), record(queue_id=1)])
+    assert refused.status is S.MESSAGE_ILLEGAL
+    bad_delay = msg.decode_batch_records(msg.encode_batch([msg.Message(b"a")]),
+                                         {"DELAY": "x"}, record())
+    with pytest.raises(CodecError, match="DELAY"):
+        store.put_messages_at_once(bad_delay)
+    failed = store.put_messages(bad_delay)
+    assert failed.called and isinstance(failed.result.value, CodecError)
+    failed.addErrback(lambda _: None)
 
 
 def test_sync_master_waits_for_the_replica_unless_told_not_to(stores):

@@ -176,15 +176,18 @@ class SendMessageProcessor:
         store = controller.store
         # a put whose result is final at once comes without a Deferred where the store can
         self._put_message = getattr(store, "put_message_at_once", store.put_message)
+        self._put_batch = getattr(store, "put_messages_at_once", store.put_messages)
         # and with a dispatcher to answer (register_with), a later one to _stored_later
-        self._put_later = None
+        self._put_message_later = self._put_batch_later = None
         self._dispatcher = None
         self._then = self._stored_later  # bound once: every send passes it
 
     def register_with(self, dispatcher):
         self._version = dispatcher.version
         self._dispatcher = dispatcher
-        self._put_later = getattr(self.controller.store, "put_message_at_once", None)
+        store = self.controller.store
+        self._put_message_later = getattr(store, "put_message_at_once", None)
+        self._put_batch_later = getattr(store, "put_messages_at_once", None)
         for code in (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE):
             dispatcher.register(int(code), self.process_request)
 
@@ -231,25 +234,27 @@ class SendMessageProcessor:
             if self.config["brokerRole"] == "SLAVE":
                 raise _Refused(*put_status_response(S.SERVICE_NOT_AVAILABLE, self.config))
             if header.batch:
-                records, wait = self.batch_records(header, request.body, topic_config, queue_id,
-                                                   context)
-                put = self.controller.store.put_messages(records, wait_store_msg_ok=wait)
+                stored, wait = self.batch_records(header, request.body, topic_config, queue_id,
+                                                  context)
+                put_later, put_now = self._put_batch_later, self._put_batch
             else:
-                record, wait = self.message_record(header, request, topic_config, queue_id, context)
-                write = context.write
-                if write is not None and self._put_later is not None:
-                    put = self._put_later(record, wait, self._then, (request, queue_id, write))
-                    if put is None:
-                        return None  # answered by _stored_later
-                else:
-                    put = self._put_message(record, wait)
+                stored, wait = self.message_record(header, request, topic_config, queue_id,
+                                                   context)
+                put_later, put_now = self._put_message_later, self._put_message
+            write = context.write
+            if write is not None and put_later is not None:
+                put = put_later(stored, wait, self._then, (request, queue_id, write))
+                if put is None:
+                    return None  # answered by _stored_later
+            else:
+                put = put_now(stored, wait)
         except _Refused as refused:
             return self._answer(request, refused.code, refused.remark)
         if type(put) is PutMessageResult:  # final at once: stored without a wait, or refused
             return self._put_done(put, request, queue_id)
         if put.called and not put.paused:  # then its result is final
-            # stored without a flush or replica wait (ASYNC_FLUSH, WAIT=false): answer now,
-            # sparing the callback chains of the store, the dispatcher and the connection
+            # a plugged-in store's put stored without a flush or replica wait (ASYNC_FLUSH,
+            # WAIT=false): answer now, sparing the callback chains
             if not isinstance(put.result, Failure):
                 return self._put_done(put.result, request, queue_id)
             return put  # the dispatcher answers the failure
