@@ -3,10 +3,11 @@
 A *processor* is any callable ``processor(request, context)`` taking the request
 :class:`~rmqproto.codec.frame.RemotingCommand` and a :class:`RequestContext`, and
 returning a response command, a ``Deferred`` firing with one (long polling,
-replication waits), or ``None`` (no answer). A response may also come as the whole
-frame (``bytes``), written by the processor under the rules below (a
-:class:`~rmqproto.codec.frame.JsonResponseTemplate` with the dispatcher's ``version``
-and the request's opaque): it is sent as it is. A processor may also have a
+replication waits), or ``None`` (no answer, or one it hands to
+:meth:`RequestDispatcher.write_answer` later with its context's ``write``). A response
+may also come as the whole frame (``bytes``), written by the processor under the rules
+below (a :class:`~rmqproto.codec.frame.JsonResponseTemplate` with the dispatcher's
+``version`` and the request's opaque): it is sent as it is. A processor may also have a
 ``reject_request()`` method (looked up when it is registered); when it returns true the
 request is refused with ``SYSTEM_BUSY`` (Java's ``NettyRequestProcessor.rejectRequest``).
 
