@@ -199,11 +199,11 @@ class RequestDispatcher:
         finishes one and handed to ``write`` (a :class:`RequestContext`'s); SYSTEM_ERROR
         when ``answer`` raises, nothing for a oneway request."""
         try:
-            frame = self._finish(request, answer(*args))
+            response = answer(*args)
         except Exception:
-            frame = self._failed(Failure(), request)
-        if frame is not None:
-            write(frame)
+            self._write_failed(Failure(), request, write)
+        else:
+            self._write_later(response, request, write)
 
     def _write_later(self, response, request, write):
         """:meth:`_finish_later`, its frame (if any) handed to ``write``."""

@@ -174,20 +174,18 @@ class SendMessageProcessor:
         self._frame_templates = {}  # (regionId, traceOn) -> JsonResponseTemplate
         self._version = CURRENT_VERSION  # the dispatcher's, which answers
         store = controller.store
-        # a put whose result is final at once comes without a Deferred where the store can
-        self._put_message = getattr(store, "put_message_at_once", store.put_message)
-        self._put_batch = getattr(store, "put_messages_at_once", store.put_messages)
-        # and with a dispatcher to answer (register_with), a later one to _stored_later
-        self._put_message_later = self._put_batch_later = None
-        self._dispatcher = None
+        # where the store can, a put whose result is final at once comes without a Deferred,
+        # and a later one to _stored_later (*_later: None for a store that cannot)
+        self._put_message_later = getattr(store, "put_message_at_once", None)
+        self._put_batch_later = getattr(store, "put_messages_at_once", None)
+        self._put_message = self._put_message_later or store.put_message
+        self._put_batch = self._put_batch_later or store.put_messages
         self._then = self._stored_later  # bound once: every send passes it
+        self._dispatcher = None  # register_with's, which answers through write_answer
 
     def register_with(self, dispatcher):
         self._version = dispatcher.version
         self._dispatcher = dispatcher
-        store = self.controller.store
-        self._put_message_later = getattr(store, "put_message_at_once", None)
-        self._put_batch_later = getattr(store, "put_messages_at_once", None)
         for code in (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE):
             dispatcher.register(int(code), self.process_request)
 
