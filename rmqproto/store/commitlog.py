@@ -301,6 +301,34 @@ class CommitLog:
             ids[0] if len(ids) == 1 else ",".join(ids), store_timestamp,
             begin_queue_offset, len(records), dispatch_fields)
 
+    def append_message(self, record, store_timestamp, properties, total):
+        """:meth:`append` of one record that passed :func:`check_message`: the usual one (it
+        fits the last segment, the C writer takes it) in one C call, without the batch's
+        steps; anything else through :meth:`append`."""
+        files = self.queue.files
+        mapped = files[-1] if files else None
+        if mapped is None or speedups is None:
+            return self.append([record], store_timestamp, [properties], total)
+        position = mapped.wrote_position
+        if total + _MIN_BLANK > self.file_size - position:  # needs_blank: a new segment
+            return self.append([record], store_timestamp, [properties], total)
+        begin_offset = mapped.file_from_offset + position
+        key = (record.topic, record.queue_id)
+        is_consumable = record.sys_flag & _TRANSACTION_BITS in _CONSUMABLE  # consumable()
+        queue_offset = self.topic_queue_table.get(key, 0) if is_consumable else 0
+        written = speedups.write_stored_batch(mapped.mm, position, total, [record],
+                                              [properties], store_timestamp, begin_offset,
+                                              queue_offset)
+        if written is None:  # a record the C writer leaves to Python
+            return self.append([record], store_timestamp, [properties], total)
+        ids, dispatch_fields = written
+        mapped.wrote_position = position + total
+        mapped.store_timestamp = store_timestamp
+        if is_consumable:
+            self.topic_queue_table[key] = queue_offset + 1
+        return AppendMessageResult(APPENDED, begin_offset, total, ids[0], store_timestamp,
+                                   queue_offset, 1, dispatch_fields)
+
     def append_data(self, start_offset, data):
         """``appendData`` (an HA slave): raw bytes at exactly ``start_offset``, the current end
         (or the start of a segment when the log is empty); False otherwise."""

@@ -522,7 +522,8 @@ class DefaultMessageStore:
                 status = PutMessageStatus.MESSAGE_ILLEGAL
         if status is not PUT_OK:
             return self._refused(status)
-        return self._append([record], [properties], total, wait_store_msg_ok, then, token)
+        return self._append(self.commit_log.append_message, record, properties, total,
+                            wait_store_msg_ok, then, token)
 
     def put_messages(self, records, wait_store_msg_ok=True):
         """See :class:`IMessageStore`; a failed Deferred (CodecError) where Java's batch encoder
@@ -547,18 +548,19 @@ class DefaultMessageStore:
                 records, self.config["maxMessageSize"])
         if status is not PUT_OK:
             return self._refused(status)
-        return self._append(records, properties, total, wait_store_msg_ok, then, token)
+        return self._append(self.commit_log.append, records, properties, total,
+                            wait_store_msg_ok, then, token)
 
-    def _append(self, records, properties, total, wait, then=None, token=None):
+    def _append(self, append, records, properties, total, wait, then=None, token=None):
         """Append ``records`` that passed the checks (``properties`` and ``total``: the
-        strings and the size they measured) to the commit log, dispatch what it wrote and
-        start the waits: the :class:`PutMessageResult`, or while a wait runs a Deferred of
+        strings and the size they measured) to the commit log with ``append`` (its
+        ``append``, or ``append_message`` for one record and its string), dispatch what it
+        wrote and start the waits: the :class:`PutMessageResult`, or while a wait runs a Deferred of
         it, or with ``then`` None and ``then(result, token)`` when the waits end."""
         before = self.commit_log.queue.max_offset
         at_head = self.reput.reput_from_offset == before
         # the store clock (now()), without the call
-        result = self.commit_log.append(records, int(self.reactor.seconds() * 1000), properties,
-                                        total)
+        result = append(records, int(self.reactor.seconds() * 1000), properties, total)
         if result.status is not APPENDED:
             return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
         if at_head:
@@ -576,7 +578,7 @@ class DefaultMessageStore:
         self._appended = True
         if self._reput_call is None:
             self._schedule_reput()
-        self.stats.put(len(records), result.wrote_bytes)
+        self.stats.put(result.msg_num, result.wrote_bytes)
         # the waits: the flush's and the replica's (a non-OK replica status wins)
         next_offset = result.wrote_offset + result.wrote_bytes
         if self.config["flushDiskType"] == "SYNC_FLUSH" and wait:
