@@ -37,17 +37,20 @@ def consumable(sys_flag):
 
 
 @lru_cache(maxsize=4096)  # a broker's topics repeat from message to message
-def _topic_bytes(topic):
-    return topic.encode("utf-8", "surrogateescape")
+def legal_topic_length(topic):
+    """The UTF-8 length of ``topic``, or None when it cannot go into a 4.x record (over 127
+    characters or UTF-8 bytes, or empty) or cannot name its consume queue's directory
+    (``.``, ``..``, a ``/`` or a NUL)."""
+    length = len(topic.encode("utf-8", "surrogateescape"))
+    if (len(topic) > MAX_TOPIC_LENGTH or length > MAX_TOPIC_LENGTH or not length
+            or not names_a_directory(topic)):
+        return None
+    return length
 
 
-@lru_cache(maxsize=4096)
 def topic_illegal(topic):
-    """Whether ``topic`` cannot go into a 4.x record (over 127 characters or UTF-8 bytes, or
-    empty) or cannot name its consume queue's directory (``.``, ``..``, a ``/`` or a NUL)."""
-    raw = _topic_bytes(topic)
-    return (len(topic) > MAX_TOPIC_LENGTH or len(raw) > MAX_TOPIC_LENGTH or not raw
-            or not names_a_directory(topic))
+    """Whether ``topic`` has no :func:`legal_topic_length`."""
+    return legal_topic_length(topic) is None
 
 
 def _check_sizes(record, props, overhead, max_message_size):
@@ -84,9 +87,9 @@ def check_message(record, max_message_size):
     topic that cannot name its consume queue's directory (``.``, ``..``, a ``/`` or a NUL,
     say from a consumer group's retry topic) is MESSAGE_ILLEGAL. A message that passes
     gets the 4.x magic code and its ``store_size``."""
-    if topic_illegal(record.topic):
+    topic_length = legal_topic_length(record.topic)
+    if topic_length is None:
         return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-    topic_length = len(_topic_bytes(record.topic))
     if speedups is not None:
         checked = speedups.check_message_record(record, topic_length, max_message_size)
         if checked is not None:  # it passed; otherwise the lines below say why
@@ -124,7 +127,7 @@ def check_batch(records, max_message_size):
     if not _batch_head_legal(first, body_length, getattr(records, "properties", None),
                              max_message_size):
         return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-    topic_length = len(_topic_bytes(topic))
+    topic_length = legal_topic_length(topic)  # legal: _batch_head_legal checked it
     if speedups is not None:
         checked = speedups.check_batch_records(records, topic, queue_id, topic_length)
         if checked is not None:  # all passed; otherwise the loop below says why
@@ -187,7 +190,7 @@ def check_packed_batch(batch, max_message_size):
     if not _batch_head_legal(prototype, batch.body_length, batch.properties, max_message_size,
                              batch.batch_raw):
         return PutMessageStatus.MESSAGE_ILLEGAL, None, None
-    overhead = msg.record_length(prototype.sys_flag, 0, len(_topic_bytes(prototype.topic)), 0)
+    overhead = msg.record_length(prototype.sys_flag, 0, legal_topic_length(prototype.topic), 0)
     return PUT_OK, None, batch.count * overhead + batch.payload
 
 
