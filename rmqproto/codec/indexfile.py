@@ -222,20 +222,30 @@ class IndexFile:
         back after each put (the fields Java's setters leave alone keep theirs). An entry
         out of range raises ``CodecError`` with the entries before it put. With the C
         speedups the loop runs in C, which leaves any entry it cannot put to this one."""
-        count = first = self.index_count
+        i, first = start, self.index_count
+        count, slot_count = first, self.hash_slot_count
+        begin_timestamp, begin_phy_offset = self.begin_timestamp, self.begin_phy_offset
+        if speedups is not None and isinstance(entries, (list, tuple)):
+            i, count, slot_count, begin_timestamp, begin_phy_offset = speedups.put_index_hashes(
+                self.buffer, entries, i, self.index_num, self.hash_slot_num, count, slot_count,
+                begin_timestamp, begin_phy_offset)
+            if i == len(entries) or count >= self.index_num:  # the usual: all put in C
+                self._set_header(entries, i, first, count, slot_count, begin_timestamp,
+                                 begin_phy_offset)
+                return i
+        return self._put_hashes(entries, i, first, count, slot_count, begin_timestamp,
+                                begin_phy_offset)
+
+    def _put_hashes(self, entries, i, first, count, slot_count, begin_timestamp,
+                    begin_phy_offset):
+        """:meth:`put_hashes`' loop in Python, from entry ``i`` with the header's fields as
+        they stand (``first``: the count before this put)."""
         index_num, slot_num = self.index_num, self.hash_slot_num
         buffer = self.buffer
         entries_at = self._entries_at
-        slot_count = self.hash_slot_count
-        begin_timestamp, begin_phy_offset = self.begin_timestamp, self.begin_phy_offset
         pack_entry, pack_slot, unpack_slot = _ENTRY.pack_into, _SLOT.pack_into, _SLOT.unpack_from
         end = len(entries)
-        i = start
         try:
-            if speedups is not None and isinstance(entries, (list, tuple)):
-                i, count, slot_count, begin_timestamp, begin_phy_offset = \
-                    speedups.put_index_hashes(buffer, entries, i, index_num, slot_num, count,
-                                              slot_count, begin_timestamp, begin_phy_offset)
             while i < end and count < index_num:
                 key_hash, phy_offset, timestamp = entries[i]
                 if not (_LONG_MIN <= phy_offset <= _LONG_MAX
@@ -262,13 +272,20 @@ class IndexFile:
                 count += 1
                 i += 1
         finally:
-            if count != first:
-                self.begin_timestamp, self.begin_phy_offset = begin_timestamp, begin_phy_offset
-                self.end_phy_offset, self.end_timestamp = entries[i - 1][1:]
-                self.hash_slot_count, self.index_count = slot_count, count
-                _HEADER.pack_into(buffer, 0, begin_timestamp, self.end_timestamp,
-                                  begin_phy_offset, self.end_phy_offset, slot_count, count)
+            self._set_header(entries, i, first, count, slot_count, begin_timestamp,
+                             begin_phy_offset)
         return i
+
+    def _set_header(self, entries, i, first, count, slot_count, begin_timestamp,
+                    begin_phy_offset):
+        """After the puts up to entry ``i`` (none when ``count`` is still ``first``): the
+        header's fields, and its bytes written once."""
+        if count != first:
+            self.begin_timestamp, self.begin_phy_offset = begin_timestamp, begin_phy_offset
+            self.end_phy_offset, self.end_timestamp = entries[i - 1][1:]
+            self.hash_slot_count, self.index_count = slot_count, count
+            _HEADER.pack_into(self.buffer, 0, begin_timestamp, self.end_timestamp,
+                              begin_phy_offset, self.end_phy_offset, slot_count, count)
 
     def select_phy_offsets(self, key, max_num=64, begin=0, end=(1 << 63) - 1):
         """``IndexFile.selectPhyOffset``: offsets of entries for ``key`` stored in [begin, end] ms,
