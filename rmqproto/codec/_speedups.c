@@ -58,6 +58,7 @@ static const char *const USUAL_NAMES[] = {  /* the first three: KEYS, TAGS, UNIQ
     "MIN_OFFSET", "MAX_OFFSET", "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "TRAN_MSG", "PGROUP",
 };
 #define USUAL_NAME_COUNT ((int)(sizeof(USUAL_NAMES) / sizeof(USUAL_NAMES[0])))
+#define DELAY_NAME 5  /* USUAL_NAMES[DELAY_NAME] is "DELAY" */
 static PyObject *USUAL_NAME[USUAL_NAME_COUNT];
 
 /* A new reference to text[start:end], the interned name when it is a usual one. */
@@ -1767,16 +1768,12 @@ PyDoc_STRVAR(check_message_record_doc,
 "flag not an int64, topic_length not within 0..127 or when a size check fails (the\n"
 "caller checks the record in Python to say why).");
 
+/* check_message_record's answer for record: a new reference, or NULL with an error set.
+ * ok: whether topic_length and max_message_size were ints in range. */
 static PyObject *
-check_message_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+checked_message(PyObject *module, PyObject *record, int64_t topic_length,
+                int64_t max_message_size, int ok)
 {
-    if (arguments_ok(nargs == 3 && PyLong_Check(args[1]) && PyLong_Check(args[2]),
-                     "check_message_record takes a record, topic_length and "
-                     "max_message_size (ints)") < 0)
-        return NULL;
-    PyObject *record = args[0];
-    int ok = 1;
-    int64_t topic_length = as_long(args[1], &ok), max_message_size = as_long(args[2], &ok);
     int64_t sys_flag = ok ? long_field(record, F_SYS_FLAG, &ok) : 0;
     if (ok < 0)
         return NULL;
@@ -1817,6 +1814,19 @@ refused:
     Py_RETURN_NONE;
 }
 
+static PyObject *
+check_message_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 3 && PyLong_Check(args[1]) && PyLong_Check(args[2]),
+                     "check_message_record takes a record, topic_length and "
+                     "max_message_size (ints)") < 0)
+        return NULL;
+    int ok = 1;
+    int64_t topic_length = as_long(args[1], &ok), max_message_size = as_long(args[2], &ok);
+    return checked_message(module, args[0], topic_length, max_message_size, ok);
+}
+
+
 /* 0 (the error cleared) when the error set is a UnicodeEncodeError, else -1. */
 static int
 unless_unencodable(void)
@@ -1825,6 +1835,88 @@ unless_unencodable(void)
         return -1;
     PyErr_Clear();
     return 0;
+}
+
+/* Whether host is an (ip, port) tuple whose ip is a str without a colon (not IPv6, as
+ * DefaultMessageStore.put_message_at_once tells): 1, 0, or -1 with an error set. */
+static int
+colonless_host(PyObject *host)
+{
+    if (!PyTuple_Check(host) || PyTuple_GET_SIZE(host) < 1
+            || !PyUnicode_Check(PyTuple_GET_ITEM(host, 0)))
+        return 0;
+    PyObject *ip = PyTuple_GET_ITEM(host, 0);
+    Py_ssize_t at = PyUnicode_FindChar(ip, ':', 0, PyUnicode_GET_LENGTH(ip), 1);
+    return at == -2 ? -1 : at == -1;
+}
+
+/* The UTF-8 length of a topic legal_topic_length accepts, 0 for any other (or one that
+ * does not encode without surrogateescape), -1 with an error set. */
+static Py_ssize_t
+legal_topic_length(PyObject *topic)
+{
+    if (!PyUnicode_Check(topic) || PyUnicode_GET_LENGTH(topic) > MAX_TOPIC_LENGTH_V1)
+        return 0;
+    Py_ssize_t length;
+    const char *raw = PyUnicode_AsUTF8AndSize(topic, &length);
+    if (raw == NULL)
+        return unless_unencodable();
+    if (length == 0 || length > MAX_TOPIC_LENGTH_V1 || memchr(raw, '/', length) != NULL
+            || memchr(raw, '\0', length) != NULL || strcmp(raw, ".") == 0
+            || strcmp(raw, "..") == 0)
+        return 0;
+    return length;
+}
+
+PyDoc_STRVAR(check_usual_message_doc,
+"check_usual_message(record, max_message_size) -> (bytes, int) or None\n\n"
+"rmqproto.store.commitlog.python_check_usual_message: the checks of a single put, in one\n"
+"call, for the usual message: no DELAY property (a dict of properties), born and store\n"
+"hosts that are not IPv6 and no IPv6 host bits, a legal topic, and check_message passed;\n"
+"then what check_message_record answers (the record gets its magic code and store\n"
+"size).  None for any other record, which the caller checks in Python.");
+
+static PyObject *
+check_usual_message(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 2 && PyLong_Check(args[1]),
+                     "check_usual_message takes a record and max_message_size (an int)") < 0)
+        return NULL;
+    PyObject *record = args[0];
+    int ok = 1;
+    int64_t max_message_size = as_long(args[1], &ok);
+    int64_t sys_flag = ok ? long_field(record, F_SYS_FLAG, &ok) : 0;
+    if (ok < 0)
+        return NULL;
+    if (!ok || sys_flag & HOST_FLAGS)
+        Py_RETURN_NONE;
+    PyObject *values[4] = {NULL};
+    static const int fields[4] = {F_TOPIC, F_BORN_HOST, F_STORE_HOST, F_PROPERTIES};
+    PyObject *result = NULL;
+    for (int i = 0; i < 4; i++) {
+        if ((values[i] = get_field(record, fields[i])) == NULL)
+            goto done;
+    }
+    Py_ssize_t topic_length = legal_topic_length(values[0]);
+    int usual = topic_length;
+    if (usual > 0)
+        usual = colonless_host(values[1]);
+    if (usual > 0)
+        usual = colonless_host(values[2]);
+    if (usual > 0 && !PyDict_CheckExact(values[3]))
+        usual = 0;
+    if (usual > 0) {
+        int delayed = PyDict_Contains(values[3], USUAL_NAME[DELAY_NAME]);
+        usual = delayed < 0 ? -1 : !delayed;
+    }
+    if (usual < 0)
+        goto done;
+    result = usual ? checked_message(module, record, topic_length, max_message_size, 1)
+        : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 4; i++)
+        Py_XDECREF(values[i]);
+    return result;
 }
 
 /* An IPv4 (ip, port) host: the 4 address bytes and the port; 0 when it is not one in
@@ -3088,6 +3180,8 @@ static PyMethodDef methods[] = {
      METH_FASTCALL, fix_batch_host_flags_doc},
     {"check_batch_records", (PyCFunction)(void (*)(void))check_batch_records, METH_FASTCALL,
      check_batch_records_doc},
+    {"check_usual_message", (PyCFunction)(void (*)(void))check_usual_message, METH_FASTCALL,
+     check_usual_message_doc},
     {"check_message_record", (PyCFunction)(void (*)(void))check_message_record, METH_FASTCALL,
      check_message_record_doc},
     {"write_stored_batch", (PyCFunction)(void (*)(void))write_stored_batch, METH_FASTCALL,

@@ -19,7 +19,7 @@ from rmqproto.store.mappedfile import MappedFileQueue, message_at
 from rmqproto.store.results import (APPENDED, PUT_OK, AppendMessageResult, AppendMessageStatus,
                                     PutMessageStatus)
 
-__all__ = ["CommitLog", "check_message", "check_batch", "check_packed_batch", "topic_illegal",
+__all__ = ["CommitLog", "check_message", "check_usual_message", "check_batch", "check_packed_batch", "topic_illegal",
            "MAX_TOPIC_LENGTH", "consumable"]
 
 #: ``Byte.MAX_VALUE``: the longest topic a 4.x record can carry.
@@ -29,6 +29,7 @@ _ENCODER_HEADROOM = 64 * 1024
 _CONSUMABLE = (msg.TRANSACTION_NOT_TYPE, msg.TRANSACTION_COMMIT_TYPE)
 _TRANSACTION_BITS = msg.TRANSACTION_ROLLBACK_TYPE
 _MIN_BLANK = msg.END_FILE_MIN_BLANK_LENGTH
+_HOST_FLAGS = msg.BORNHOST_V6_FLAG | msg.STOREHOSTADDRESS_V6_FLAG
 
 
 def consumable(sys_flag):
@@ -100,6 +101,24 @@ def check_message(record, max_message_size):
     if status is not PUT_OK:
         return status, None, None
     return status, props, record.store_size
+
+
+def python_check_usual_message(record, max_message_size):
+    """The checks of a single put for the usual message in one step: a record without a
+    ``DELAY`` property, whose born and store hosts are not IPv6 and whose sys flag has no
+    IPv6 host bits (nothing for the put to move or fix), that passes :func:`check_message`:
+    ``(properties bytes, size)`` as that gives them. None for any other record, which the
+    put checks in full."""
+    if (msg.PROPERTY_DELAY_TIME_LEVEL in record.properties or record.sys_flag & _HOST_FLAGS
+            or ":" in record.born_host[0] or ":" in record.store_host[0]):
+        return None
+    status, properties, total = check_message(record, max_message_size)
+    return (properties, total) if status is PUT_OK else None
+
+
+#: :func:`python_check_usual_message`, in C where the speedups are built.
+check_usual_message = (python_check_usual_message if speedups is None
+                       else speedups.check_usual_message)
 
 
 def check_batch(records, max_message_size):

@@ -25,7 +25,8 @@ from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store import recovery
 from rmqproto.store.commitlog import (CommitLog, check_batch, check_message, check_packed_batch,
-                                      consumable, delay_level, topic_illegal)
+                                      check_usual_message, consumable, delay_level,
+                                      topic_illegal)
 from rmqproto.store.config import STORE_SETTINGS, store_paths
 from rmqproto.store.consumequeue import ConsumeQueue, names_a_directory
 from rmqproto.store.dispatch import (SCHEDULE_TOPIC, ReputService, consume_queue_runs,
@@ -510,6 +511,10 @@ class DefaultMessageStore:
         None: a SYNC_MASTER send waits without any Deferred."""
         status = self._store_status()
         if status is PUT_OK:
+            checked = check_usual_message(record, self.config["maxMessageSize"])
+            if checked is not None:  # the usual message: nothing to move, fix or refuse
+                return self._append(self.commit_log.append_message, record, *checked,
+                                    wait_store_msg_ok, then, token)
             topic = record.topic
             if msg.PROPERTY_DELAY_TIME_LEVEL in record.properties:  # the usual message has none
                 to_schedule_topic(record, self.max_delay_level)

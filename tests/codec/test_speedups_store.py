@@ -1,7 +1,7 @@
 """The store's C speedups (``rmqproto.codec._speedups``) against their Python twins: dispatch
 requests of decoded fields (reference §3.2, §3.7), index entries of requests (§3.8),
 consume-queue runs and their units written into a queue's file (§3.7) and the checks of
-one message (``check_message_record``, §3.2), on edge cases and random inputs; then that
+one message (``check_message_record``, ``check_usual_message``, §3.2), on edge cases and random inputs; then that
 they do not leak.
 The codec's C functions: ``test_speedups``."""
 
@@ -297,6 +297,61 @@ def test_check_message_with_and_without_speedups(record, max_message_size):
     _same_check(record, max_message_size)
 
 
+_USUAL_TOPICS = st.sampled_from(["TopicA", "é" * 63, "é" * 64, "x" * 127, "x" * 128, "", ".",
+                                 "..", "...", "a/b", "a\0b", "%RETRY%g", "\udcff", "😀"])
+_USUAL_HOSTS = st.one_of(HOSTS, st.sampled_from([("localhost", 1), ("::1",), (1, 2), "host"]))
+
+
+@st.composite
+def _usual_candidates(draw):
+    """Single-put records, usual or one step from it: a DELAY, an IPv6 host or host bits,
+    a topic the commit log refuses, any of _message_records' odd fields."""
+    record = draw(_message_records())
+    record.topic = draw(_USUAL_TOPICS)
+    record.born_host, record.store_host = draw(_USUAL_HOSTS), draw(_USUAL_HOSTS)
+    if type(record.properties) is dict and draw(st.booleans()):
+        record.properties[m.PROPERTY_DELAY_TIME_LEVEL] = "3"
+    return record
+
+
+@settings(max_examples=500, deadline=None)
+@given(_usual_candidates(), _MAX_MESSAGE_SIZES)
+def test_check_usual_message_answers_as_python_or_leaves_the_record_to_it(record,
+                                                                          max_message_size):
+    """What the C check answers, Python answers too, and the record ends the same; None
+    (the put's full checks) wherever Python has no answer."""
+    twin = copy.copy(record)
+    ours = _outcome(speedups.check_usual_message, record, max_message_size)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(commitlog, "speedups", None)
+        python = _outcome(commitlog.python_check_usual_message, twin, max_message_size)
+    if ours is None:
+        assert not (type(python) is tuple and type(record.properties) is dict
+                    and type(record.body) is bytes and type(record.sys_flag) is int
+                    and -(1 << 63) <= record.sys_flag < 1 << 63
+                    and isinstance(record.born_host, tuple)
+                    and isinstance(record.store_host, tuple))
+        return
+    assert ours == python
+    assert _slots(record) == _slots(twin)
+
+
+def test_check_usual_message_takes_the_usual_message():
+    record = m.MessageRecord("TopicA", b"body", {"KEYS": "k", "WAIT": "true"}, queue_id=1,
+                             born_host=("10.0.0.1", 5), store_host=("10.0.0.2", 10911))
+    properties, total = speedups.check_usual_message(record, 1 << 22)
+    assert properties == m.properties_utf8(record.properties)
+    assert total == record.store_size == m.record_length(0, 4, 6, len(properties))
+    for odd in (dict(topic="a/b"), dict(born_host=("::1", 5)), dict(sys_flag=0x10),
+                dict(properties={"DELAY": "2"}), dict(body=b"b" * 101)):
+        twin = copy.copy(record)
+        for name, value in odd.items():
+            setattr(twin, name, value)
+        assert speedups.check_usual_message(twin, 100) is None
+    with pytest.raises(TypeError):
+        speedups.check_usual_message(record)
+
+
 def test_check_message_record_answers():
     record = m.MessageRecord("TopicA", b"body", {"a": "é", "b": None, "c": ""}, body_crc=0,
                              magic_code=5)
@@ -367,8 +422,21 @@ def _check_message_call(i):
     _outcome(speedups.check_message_record, None, 2, 1)
 
 
+def _usual_message_call(i):
+    record = m.MessageRecord("T%d" % (i % 3), b"b%d" % i, {"K": "é%d" % i, "N": None},
+                             body_crc=0, born_host=("10.0.0.%d" % (i % 9), i),
+                             store_host=("10.0.0.1", 1))
+    speedups.check_usual_message(record, 1 << 22)
+    speedups.check_usual_message(record, 1)
+    record.topic = "a/%d" % i
+    speedups.check_usual_message(record, 1 << 22)
+    record.topic, record.properties = "T", {"DELAY": str(i)}
+    speedups.check_usual_message(record, 1 << 22)
+    _outcome(speedups.check_usual_message, None, 1)
+
+
 @pytest.mark.parametrize("call", [_requests_call, _entries_call, _runs_call, _unit_run_call,
-                                  _check_message_call])
+                                  _check_message_call, _usual_message_call])
 def test_no_memory_grows(call):
     assert _growth(call) < 16 * 1024
 
@@ -381,4 +449,5 @@ def test_check_message_record_keeps_no_reference():
     for _ in range(200):
         speedups.check_message_record(record, 1, 1 << 22)
         speedups.check_message_record(record, 1, 1)
+        speedups.check_usual_message(record, 1 << 22)
     assert [sys.getrefcount(o) for o in objects] == counts
