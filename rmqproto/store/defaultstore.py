@@ -562,21 +562,19 @@ class DefaultMessageStore:
         ``append``, or ``append_message`` for one record and its string), dispatch what it
         wrote and start the waits: the :class:`PutMessageResult`, or while a wait runs a Deferred of
         it, or with ``then`` None and ``then(result, token)`` when the waits end."""
-        before = self.commit_log.queue.max_offset
-        at_head = self.reput.reput_from_offset == before
         # the store clock (now()), without the call
         result = append(records, int(self.reactor.seconds() * 1000), properties, total)
         if result.status is not APPENDED:
             return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
-        if at_head:
-            if result.wrote_offset != before:
-                self.reput.skip_blank(before)
-            # dispatched with the turn's other puts, as one batch, by the reput at the end
-            # of the turn (or first thing in a read: _dispatched_first), as Java's reput
-            # thread dispatches apart from the puts
+        if self.reput.reput_from_offset == result.wrote_offset:
+            # the reput is at the records: they are dispatched with the turn's other puts, as
+            # one batch, by the reput at the end of the turn (or first thing in a read:
+            # _dispatched_first), as Java's reput thread dispatches apart from the puts
             self.reput.defer_records(result.dispatch_fields,
                                      result.wrote_offset + result.wrote_bytes)
         else:
+            # behind them (replicated bytes, a dispatch that failed) or before the blank
+            # of the segment they rolled from: read back and dispatched now
             self.reput.do_reput()
         # the turn's end: the append listeners, the deferred dispatch, and the flusher's
         # wake-up if asked below

@@ -205,11 +205,6 @@ class ReputService:
                 self.reput_from_offset = fields[0][_OFFSET_FIELD]
                 raise
 
-    def skip_blank(self, blank_offset):
-        """The commit log wrote an end-of-file blank at ``blank_offset``: move past it."""
-        if self.reput_from_offset == blank_offset:
-            self.reput_from_offset = self.commit_log.roll_next_file(blank_offset)
-
     def _dispatch(self, batch, next_offset):
         self.dispatch(batch)
         self.reput_from_offset = next_offset
