@@ -248,7 +248,7 @@ class HAMasterService(service.Service):
         store = self.store
         max_offset = store.get_max_phy_offset()
         outcome = self.table.report(connection, offset, self.now(), max_offset,
-                                    store.get_min_phy_offset())
+                                    store.get_min_phy_offset)
         if outcome.kind is ReportKind.BEYOND_MAX:
             connection.close("slave offset %d greater than local commitLog offset %d"
                              % (offset, max_offset))

@@ -124,8 +124,10 @@ class ReplicaTable:
         """The connection closed; unknown tokens are ignored."""
         return self.replicas.pop(token, None)
 
-    def report(self, token, offset, now, max_offset, min_offset):
-        """The newest complete report of ``token``'s slave (a :class:`ReportOutcome`)."""
+    def report(self, token, offset, now, max_offset, oldest):
+        """The newest complete report of ``token``'s slave (a :class:`ReportOutcome`);
+        ``oldest()`` gives the oldest kept commit-log offset, asked for a first report only
+        (every ack comes this way)."""
         replica = self.replicas[token]
         if offset > max_offset:
             return ReportOutcome(ReportKind.BEYOND_MAX)
@@ -134,10 +136,10 @@ class ReplicaTable:
         if offset > self.push2slave_max_offset:
             self.push2slave_max_offset = offset
         retired = self._retired_by(replica, now) if len(self.replicas) > 1 else ()
-        if replica.reported:
+        if replica.slave_request_offset >= 0:  # reported, without the property
             return ReportOutcome(ReportKind.ACK, retired=retired) if retired else _PLAIN_ACK
         replica.slave_request_offset = offset
-        start, below_min = transfer_start(offset, max_offset, min_offset, self.file_size)
+        start, below_min = transfer_start(offset, max_offset, oldest(), self.file_size)
         replica.transfer_from_where = start
         return ReportOutcome(ReportKind.REQUEST, start, below_min, retired)
 

@@ -214,7 +214,7 @@ class ReputService:
         about ``max_bytes`` (whole records, at least one); whether it reached the end."""
         self.dispatch_deferred()  # they come before what follows them
         log = self.commit_log
-        if self.reput_from_offset == log.max_offset:
+        if self.reput_from_offset == log.queue.max_offset:  # (the commit log's, one call less)
             return True  # all dispatched: the usual turn after puts, which deferred theirs
         if self.reput_from_offset < log.min_offset:
             self.reput_from_offset = log.min_offset

@@ -46,13 +46,22 @@ def table(**overrides):
     return ReplicaTable(config(**overrides), now=0)
 
 
+def _oldest_kept():
+    """The oldest kept offset of a log whose first segment is still there."""
+    return 0
+
+
+def _not_asked():
+    raise AssertionError("the oldest kept offset was asked for an ack")
+
+
 def test_first_report_is_the_request_later_ones_acks():
     t = table()
     r = t.register("a", "10.0.0.5:4000", 0)
-    first = t.report("a", 1000, 10, max_offset=5000, min_offset=0)
+    first = t.report("a", 1000, 10, max_offset=5000, oldest=_oldest_kept)
     assert (first.kind, first.start, first.below_min) == (ReportKind.REQUEST, 1000, False)
     assert (r.slave_request_offset, r.slave_ack_offset, r.transfer_from_where) == (1000, 1000, 1000)
-    later = t.report("a", 3000, 20, 5000, 0)
+    later = t.report("a", 3000, 20, 5000, _not_asked)  # an ack needs no oldest offset
     assert later.kind is ReportKind.ACK and later.start is None
     assert (r.slave_request_offset, r.slave_ack_offset) == (1000, 3000)
     assert t.push2slave_max_offset == 3000
@@ -62,9 +71,9 @@ def test_push2slave_max_offset_is_the_largest_ack_ever():
     t = table()
     t.register("a", "10.0.0.5:1", 0)
     t.register("b", "10.0.0.6:1", 0)
-    t.report("a", 4000, 1, 5000, 0)
-    t.report("b", 2000, 1, 5000, 0)
-    t.report("a", 3000, 2, 5000, 0)  # a slave that went back (newest report wins)
+    t.report("a", 4000, 1, 5000, _oldest_kept)
+    t.report("b", 2000, 1, 5000, _oldest_kept)
+    t.report("a", 3000, 2, 5000, _oldest_kept)  # a slave that went back (newest report wins)
     assert t.replicas["a"].slave_ack_offset == 3000
     assert t.push2slave_max_offset == 4000
 
@@ -74,8 +83,8 @@ def test_a_report_beyond_the_master_max_offset_is_refused(first):
     t = table()
     r = t.register("a", "10.0.0.5:1", 0)
     if not first:
-        t.report("a", 100, 1, 5000, 0)
-    outcome = t.report("a", 5001, 2, 5000, 0)
+        t.report("a", 100, 1, 5000, _oldest_kept)
+    outcome = t.report("a", 5001, 2, 5000, _oldest_kept)
     assert outcome.kind is ReportKind.BEYOND_MAX
     assert r.slave_ack_offset == (-1 if first else 100)
     assert t.push2slave_max_offset == (0 if first else 100)
@@ -87,21 +96,21 @@ def test_is_slave_ok_needs_a_live_reported_replica_within_the_gap():
     t.register("probe", "10.0.0.5:1", 0)
     assert not t.is_slave_ok(10, now=0)           # connected, never reported (a port probe)
     t.register("a", "10.0.0.6:1", 0)
-    t.report("a", 500, 0, 5000, 0)
+    t.report("a", 500, 0, 5000, _oldest_kept)
     assert t.is_slave_ok(1499, now=0)
     assert not t.is_slave_ok(1500, now=0)         # gap == haSlaveFallbehindMax
     assert t.is_slave_ok(1499, now=10_000)        # heard 10 s ago: 2 x heartbeat interval
     assert not t.is_slave_ok(1499, now=10_001)    # silent longer: not live any more
-    t.report("a", 600, 12_000, 5000, 0)
+    t.report("a", 600, 12_000, 5000, _oldest_kept)
     assert t.is_slave_ok(1599, now=12_000)
 
 
 def test_the_gap_is_measured_against_live_replicas_only():
     t = table(haSlaveFallbehindMax=1000)
     t.register("old", "10.0.0.5:1", 0)
-    t.report("old", 4000, 0, 5000, 0)
+    t.report("old", 4000, 0, 5000, _oldest_kept)
     t.register("new", "10.0.0.6:1", 0)
-    t.report("new", 100, 20_000, 5000, 0)
+    t.report("new", 100, 20_000, 5000, _oldest_kept)
     # push2SlaveMaxOffset still remembers 4000, but only "new" is live
     assert t.push2slave_max_offset == 4000
     assert not t.is_slave_ok(4500, now=20_000)
@@ -111,16 +120,16 @@ def test_the_gap_is_measured_against_live_replicas_only():
 def test_a_reconnected_slave_retires_its_silent_older_connections():
     t = table()
     t.register("stale", "10.0.0.5:4000", 0)
-    t.report("stale", 100, 0, 5000, 0)
+    t.report("stale", 100, 0, 5000, _oldest_kept)
     t.register("sibling", "10.0.0.5:4001", 0)  # another slave on the same host, reporting
     t.register("other-host", "10.0.0.9:4000", 0)
-    t.report("other-host", 100, 0, 5000, 0)
+    t.report("other-host", 100, 0, 5000, _oldest_kept)
     t.register("new", "10.0.0.5:4002", 11_000)
-    t.report("sibling", 100, 10_000, 5000, 0)
-    outcome = t.report("new", 100, 11_000, 5000, 0)
+    t.report("sibling", 100, 10_000, 5000, _oldest_kept)
+    outcome = t.report("new", 100, 11_000, 5000, _oldest_kept)
     assert outcome.retired == ["stale"]  # the sibling was heard 1 s ago; other hosts untouched
     # a newer connection is never retired by an older one
-    assert t.report("stale", 100, 30_000, 5000, 0).retired == []
+    assert t.report("stale", 100, 30_000, 5000, _oldest_kept).retired == []
 
 
 def test_housekeeping_finds_connections_silent_for_the_interval():
@@ -137,7 +146,7 @@ def test_housekeeping_finds_connections_silent_for_the_interval():
 def test_runtime_info_names_and_values():
     t = table(haSlaveFallbehindMax=1000)
     t.register("a", "10.0.0.5:4000", 0)
-    t.report("a", 4500, 0, 5000, 0)
+    t.report("a", 4500, 0, 5000, _oldest_kept)
     t.register("b", "10.0.0.6:4000", 0)
     info = t.runtime_info(5000, now=0)
     assert info == {
