@@ -15,7 +15,7 @@ from rmqproto.codec.headers import Field
 from rmqproto.codec.native import speedups
 from rmqproto.errors import CodecError
 from rmqproto.store.consumequeue import names_a_directory
-from rmqproto.store.mappedfile import MappedFileQueue, message_at
+from rmqproto.store.mappedfile import MappedFileQueue, file_by_offset, message_at
 from rmqproto.store.results import (APPENDED, PUT_OK, AppendMessageResult, AppendMessageStatus,
                                     PutMessageStatus)
 
@@ -395,7 +395,8 @@ class CommitLog:
         """``getData``: written bytes from ``offset`` to the end of its segment (capped)."""
         if return_first_on_not_found is None:
             return_first_on_not_found = offset == 0
-        mapped = self.queue.find_mapped_file_by_offset(offset, return_first_on_not_found)
+        mapped = file_by_offset(self.queue.files, self.file_size, offset,
+                                return_first_on_not_found)  # the queue's, one call less
         if mapped is None:
             return None
         return mapped.read_from(offset % self.file_size, max_size)
