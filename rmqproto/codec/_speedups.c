@@ -1872,7 +1872,8 @@ PyDoc_STRVAR(check_usual_message_doc,
 "check_usual_message(record, max_message_size) -> (bytes, int) or None\n\n"
 "rmqproto.store.commitlog.python_check_usual_message: the checks of a single put, in one\n"
 "call, for the usual message: no DELAY property (a dict of properties), born and store\n"
-"hosts that are not IPv6 and no IPv6 host bits, a legal topic, and check_message passed;\n"
+"hosts that are not IPv6 and no IPv6 host bits, a legal topic of plain UTF-8 (no lone\n"
+"surrogate), and check_message passed;\n"
 "then what check_message_record answers (the record gets its magic code and store\n"
 "size).  None for any other record, which the caller checks in Python.");
 
