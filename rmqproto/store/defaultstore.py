@@ -560,8 +560,9 @@ class DefaultMessageStore:
         """Append ``records`` that passed the checks (``properties`` and ``total``: the
         strings and the size they measured) to the commit log with ``append`` (its
         ``append``, or ``append_message`` for one record and its string), dispatch what it
-        wrote and start the waits: the :class:`PutMessageResult`, or while a wait runs a Deferred of
-        it, or with ``then`` None and ``then(result, token)`` when the waits end."""
+        wrote and start the waits: the :class:`PutMessageResult`, or while a wait runs a
+        Deferred of it, or with ``then`` None and ``then(result, token)`` when the waits
+        end."""
         # the store clock (now()), without the call
         result = append(records, int(self.reactor.seconds() * 1000), properties, total)
         if result.status is not APPENDED:
@@ -839,7 +840,8 @@ class DefaultMessageStore:
         return result
 
     def get_max_phy_offset(self):
-        return self.commit_log.queue.max_offset  # the commit log's, one call less (HA asks often)
+        # the commit log's max_offset without its forwarding property: HA asks on every ack
+        return self.commit_log.queue.max_offset
 
     def get_min_phy_offset(self):
         return self.commit_log.min_offset
