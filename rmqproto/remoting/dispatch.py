@@ -154,6 +154,8 @@ class RequestDispatcher:
             result = processor(request, context)
             if type(result) is bytes:  # the usual answer: a whole frame
                 return None if request.flag & FLAG_ONEWAY else result
+            if result is None:  # answered later without a Deferred (write_answer), or never
+                return None
             if not isinstance(result, Deferred):  # an ABC, slow to isinstance
                 return self._finish(request, result)
         except Exception:
@@ -202,6 +204,10 @@ class RequestDispatcher:
             response = answer(*args)
         except Exception:
             self._write_failed(Failure(), request, write)
+            return
+        if type(response) is bytes:  # the usual answer, a whole frame: _finish's, in place
+            if not request.flag & FLAG_ONEWAY:
+                write(response)
         else:
             self._write_later(response, request, write)
 

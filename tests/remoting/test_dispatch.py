@@ -187,6 +187,18 @@ def test_write_answer_finishes_a_processors_later_answer_without_a_deferred():
     assert second.remark.startswith("ValueError: no answer, broken(test_dispatch.py:")
 
 
+def test_write_answer_hands_a_whole_frame_over_as_it_is():
+    """A processor's later answer that is a whole frame (the usual sent message's) is
+    written unchanged; for a oneway request, not at all."""
+    dispatcher = RequestDispatcher()
+    written = []
+    frame = b"\x00\x00\x00\x05whole"
+    dispatcher.write_answer(request(11, opaque=1), written.append, lambda: frame)
+    dispatcher.write_answer(request(11, opaque=2, flag=FLAG_ONEWAY), written.append,
+                            lambda: frame)
+    assert written == [frame]
+
+
 def test_a_deferred_answer_that_is_no_command_is_a_system_error():
     later = Deferred()
     dispatcher = RequestDispatcher()
