@@ -439,9 +439,11 @@ class DefaultMessageStore:
                 self.checkpoint.physic_msg_timestamp = store_timestamp
             self.checkpoint.logics_msg_timestamp = store_timestamp
         if self.config["messageIndexEnable"]:
-            self.index_service.build_indexes(requests)
-            for full in self.index_service.take_full_files():
-                self._flush_full_index_file(full)
+            index = self.index_service
+            index.build_indexes(requests)
+            if index.full_files:  # seldom: a file filled up
+                for full in index.take_full_files():
+                    self._flush_full_index_file(full)
         if not slave:
             for listener in self.dispatch_listeners:
                 listener(requests)
