@@ -126,7 +126,7 @@ class HAMasterConnection(protocol.Protocol):
         ha = self.ha
         store = ha.store
         end = store.get_max_phy_offset()
-        now = ha.now()
+        now = int(ha.reactor.seconds() * 1000)  # now(), without the call: every put's turn
         while replica.transfer_from_where < end and not self.paused and not self.closed:
             size = min(ha.batch_size, replica.flow.can_transfer(now) - _HEADER.size)
             if size <= 0:
@@ -247,7 +247,8 @@ class HAMasterService(service.Service):
     def on_report(self, connection, offset):
         store = self.store
         max_offset = store.get_max_phy_offset()
-        outcome = self.table.report(connection, offset, self.now(), max_offset,
+        now = int(self.reactor.seconds() * 1000)  # now(), without the call: every ack
+        outcome = self.table.report(connection, offset, now, max_offset,
                                     store.get_min_phy_offset)
         if outcome.kind is ReportKind.BEYOND_MAX:
             connection.close("slave offset %d greater than local commitLog offset %d"
@@ -321,9 +322,11 @@ class HAMasterService(service.Service):
 
     def _answer_acks(self):
         acked = self.waits.acked(self.table.push2slave_max_offset)
-        if acked:
+        if len(acked) > 1:
             with gathered_writes():  # one ack often answers several sends of one connection
                 _answer(acked, PutMessageStatus.PUT_OK)
+        elif acked:  # a lone answer has nothing to gather with
+            _answer(acked, PutMessageStatus.PUT_OK)
 
     def _arm_deadline(self):
         """Arm the timer for the earliest deadline (``_deadline_at``, ms), unless it is."""

@@ -161,8 +161,8 @@ class ReplicaTable:
         best = None
         limit = self.silence_limit
         for replica in self.replicas.values():  # a loop: this runs for every SYNC_MASTER put
-            # is_live(replica, now), without the call
-            if (replica.reported and now - replica.last_read <= limit
+            # is_live(replica, now), without the calls (reported's test in place)
+            if (replica.slave_request_offset >= 0 and now - replica.last_read <= limit
                     and (best is None or replica.slave_ack_offset > best)):
                 best = replica.slave_ack_offset
         return best
