@@ -6,7 +6,12 @@ import os
 import pytest
 from hypothesis import settings
 
+from rmqproto import eventloop
 from support.interop import JavaInterop, java_available
+
+# The reactor the services run on, installed before any test imports one: a test that
+# builds a service (makeService) would install it anyway, wherever it came in the order.
+eventloop.install_default()
 
 # No wall-clock limit per example: how long an example takes depends on what else the
 # machine runs (the sanitizer build, a loaded CI host), so a deadline is a timing assertion.

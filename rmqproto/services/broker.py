@@ -10,6 +10,7 @@ from twisted.application import internet, service
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
+from rmqproto import eventloop
 from rmqproto.broker.config import SETTINGS, apply_startup_rules, vip_port
 from rmqproto.codec.codes import RequestCode
 from rmqproto.broker.controller import BrokerController
@@ -91,6 +92,7 @@ Options = SETTINGS.options(
 
 def makeService(options):
     """Build the broker from parsed :data:`Options` (the twistd entry point)."""
+    eventloop.install_default()  # unless twistd -r chose a reactor
     for name in options.unknown:
         log.warn("ignoring unknown broker setting {name}", name=name)
     config = dict(options.values)

@@ -13,6 +13,7 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from rmqproto import eventloop
 from rmqproto.broker.config import SETTINGS as BROKER_SETTINGS, apply_startup_rules
 from rmqproto.config import ConfigError, Setting, Settings, in_range, load_properties
 from rmqproto.services import namesrv
@@ -113,6 +114,7 @@ Options = SETTINGS.options(
 
 def makeService(options):
     """Build the local cluster from parsed :data:`Options` (the twistd entry point)."""
+    eventloop.install_default()  # unless twistd -r chose a reactor
     for name in options.unknown:
         log.warn("ignoring unknown setting {name}", name=name)
     try:

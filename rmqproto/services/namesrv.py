@@ -12,6 +12,7 @@ from twisted.application import internet, service
 from twisted.internet import task
 from twisted.logger import Logger
 
+from rmqproto import eventloop
 from rmqproto.config import Setting, Settings, at_least, dump_properties, in_range
 from rmqproto.namesrv.kvconfig import KVConfig
 from rmqproto.namesrv.processor import NameServerProcessor
@@ -123,6 +124,7 @@ Options = SETTINGS.options(
 
 def makeService(options):
     """Build the NameServer from parsed :data:`Options` (the twistd entry point)."""
+    eventloop.install_default()  # unless twistd -r chose a reactor
     for name in options.unknown:
         log.warn("ignoring unknown NameServer setting {name}", name=name)
     return NameServerService(options.values)
