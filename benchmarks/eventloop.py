@@ -5,12 +5,14 @@ An echo server on each reactor in turn answers a client in another process that 
 100-byte message in flight over loopback (the shape of a lone send or a slave's ack). For
 each reactor: the server's CPU a round trip (``getrusage``, user and kernel), and the
 Python calls a round trip (``sys.setprofile``, in a separate run: profiling slows it).
+With two CPUs or more the server is pinned to CPU 0 and the client to CPU 1.
 
     python benchmarks/eventloop.py [--round-trips 20000] [--repeat 3]
 """
 
 import argparse
 import collections
+import os
 import resource
 import subprocess
 import sys
@@ -44,6 +46,11 @@ class Echo(protocol.Protocol):
         self.factory.reactor.stop()
 
 
+def _pin(cpu):
+    if len(os.sched_getaffinity(0)) > 1:
+        os.sched_setaffinity(0, {cpu})
+
+
 def serve(reactor_type, round_trips, calls=None):
     """Serve one client of ``round_trips``; the server's CPU seconds (user, kernel). With
     ``calls`` (a Counter), the Python calls made meanwhile are counted into it."""
@@ -52,7 +59,7 @@ def serve(reactor_type, round_trips, calls=None):
     factory.reactor = reactor
     port = reactor.listenTCP(0, factory, interface="127.0.0.1")
     client = subprocess.Popen([sys.executable, "-c", _CLIENT, str(port.getHost().port),
-                               str(round_trips)])
+                               str(round_trips)], preexec_fn=lambda: _pin(1))
     before = resource.getrusage(resource.RUSAGE_SELF)
     if calls is not None:
         sys.setprofile(lambda frame, event, arg: calls.update((event,)) if event == "call"
@@ -72,6 +79,7 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     n = args.round_trips
+    _pin(0)
     print("%-22s %14s %14s %14s" % ("reactor", "calls a trip", "user µs", "kernel µs"))
     for _ in range(args.repeat):
         for name, reactor_type in REACTORS.items():
