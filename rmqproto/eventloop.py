@@ -3,9 +3,9 @@
 Twisted's :class:`~twisted.internet.epollreactor.EPollReactor` hands every ready descriptor
 to ``_doReadOrWrite`` through ``log.callWithLogger``, which sets up the legacy logging
 context (the connection's ``logPrefix`` as the ``system`` of ``twisted.python.log``
-messages) and costs about eleven Python calls an event, more than half of what the loop
-spends on it. :class:`LeanEPollReactor` calls ``_doReadOrWrite`` directly. Everything else
-is the epoll reactor's.
+messages) and costs about nine Python calls an event, 40 % of the loop's calls for a read
+answered at once (``benchmarks/eventloop.py``). :class:`LeanEPollReactor` calls
+``_doReadOrWrite`` directly. Everything else is the epoll reactor's.
 
 What differs: messages logged through the legacy ``twisted.python.log`` while an event is
 handled carry the system ``-`` instead of the connection's prefix. ``twisted.logger``
@@ -58,7 +58,7 @@ else:
 
 
 def install():
-    """Install :class:`LeanEPollReactor` as the global reactor."""
+    """Install :class:`LeanEPollReactor` as the global reactor (where there is epoll)."""
     from twisted.internet.main import installReactor
     installReactor(LeanEPollReactor())
 
