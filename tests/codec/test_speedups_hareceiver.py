@@ -67,11 +67,16 @@ class Loop:
         assert len(data) % 8 == 0
         return [struct.unpack(">q", data[i:i + 8])[0] for i in range(0, len(data), 8)]
 
-    def finish(self):
-        """Stop the loop (if it still runs); its answer."""
+    def halt(self):
+        """Stop the loop (if it still runs) and wait for its thread: every figure
+        ``progress`` gives is final then."""
         self.receiver.stop()
         self.thread.join(10)
         assert not self.thread.is_alive()
+
+    def finish(self):
+        """Stop the loop (if it still runs); its answer."""
+        self.halt()
         self.receiver.close()
         self.master.close()
         return self.answer
@@ -106,7 +111,11 @@ def test_bodies_land_at_their_offsets_however_split(bodies, cuts):
     stream, end = transfers(SEGMENT_FROM, bodies)
     loop = Loop()
     loop.send_read_by_read(split(stream, cuts))
-    wait_for(lambda: loop.receiver.progress()[0] == end)
+    # the loop publishes the end before it reports it, and the reported offset before the
+    # report count: wait for the report, then let the loop end before reading the figures
+    wait_for(lambda: loop.receiver.progress()[0] == end
+             and (end == SEGMENT_FROM or loop.receiver.progress()[2] == end))
+    loop.halt()
     progress = loop.receiver.progress()
     reports = loop.reports()
     assert loop.finish() == ("stopped", b"", 0)
