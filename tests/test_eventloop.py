@@ -5,15 +5,11 @@ import os
 import subprocess
 import sys
 
-import pytest
 from twisted.internet import protocol
 from twisted.logger import capturedLogs
 
 from rmqproto import eventloop
 from support.daemons import start_nameserver
-
-pytestmark = pytest.mark.skipif(eventloop.LeanEPollReactor is None, reason="no epoll here")
-
 
 class Echo(protocol.Protocol):
     def dataReceived(self, data):
