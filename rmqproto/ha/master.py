@@ -314,10 +314,16 @@ class HAMasterService(service.Service):
             return PutMessageStatus.PUT_OK
         deadline = now + self.slave_timeout
         self.waits.add(next_offset, deadline, (then, token))
-        # the transfer follows at the turn's end (_on_appended); the armed timer already
-        # fires early enough unless the clock stepped back
+        # the armed timer already fires early enough unless the clock stepped back
         if self._deadline_at is None or deadline < self._deadline_at:
             self._arm_deadline()
+        # a slave with nothing in flight is sent the put's bytes now, as Java's transfer
+        # thread wakes on each put; while a transfer is unacked, the turn's puts go together
+        # at its end (_on_appended)
+        for connection in list(table.replicas):
+            replica = connection.replica
+            if replica.slave_ack_offset >= replica.transfer_from_where:
+                connection.pump()
         return None
 
     def _answer_acks(self):

@@ -233,6 +233,26 @@ def test_new_data_is_pushed_when_messages_arrive():
     assert slave.received() == [(0, data(30))]
 
 
+
+def test_a_waiting_put_is_sent_at_once_to_a_slave_with_nothing_in_flight():
+    """Java's transfer thread wakes on each put; an unacked transfer makes the turn's later
+    puts wait for its end and go together."""
+    ha, reactor, store = make_service()
+    slave = Slave(ha)
+    slave.report(0)
+    first = results(ha, store.append(data(10)))
+    assert slave.received() == [(0, data(10))]        # during the put, before the turn's end
+    second = results(ha, store.append(data(20, 10)))
+    third = results(ha, store.append(data(30, 30)))
+    assert slave.received() == []                     # the first transfer is not acked yet
+    reactor.advance(0)
+    assert slave.received() == [(10, data(50, 10))]   # the turn's puts, in one transfer
+    slave.report(60)
+    assert first == second == third == [PutMessageStatus.PUT_OK]
+    results(ha, store.append(data(5, 60)))            # all acked: at once again
+    assert slave.received() == [(60, data(5, 60))]
+
+
 def test_the_write_side_follows_the_transport_buffer():
     ha, reactor, store = make_service()
     store.append(data(500))
