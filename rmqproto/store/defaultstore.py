@@ -231,6 +231,8 @@ class DefaultMessageStore:
         self._appended = False
         #: a put asked the flusher to look at the commit log (done once, at the turn's end)
         self._flush_wanted = False
+        #: the last reput slice ran the append listeners and left its dispatch to the next
+        self._dispatch_yielded = False
         self.flusher = CommitLogFlusher(self.commit_log.queue, values, reactor, self.run_blocking,
                                         self._on_commit_log_flushed)
         self.cq_flusher = None
@@ -671,17 +673,28 @@ class DefaultMessageStore:
         """Dispatch the puts deferred in this turn, then about :data:`REPUT_SLICE_BYTES` of
         replicated bytes; the rest in the next turn, so that a long catch-up never keeps the
         reactor from heartbeats, reports and requests. Before that, the append listeners when
-        puts appended, and the flusher's wake-up if a put asked."""
+        puts appended, and the flusher's wake-up if a put asked.
+
+        When append listeners ran (a master's transfers to its slaves), the dispatch waits
+        for one more poll of the reactor: the slaves' acks and the requests that came in the
+        meantime go first, and reads that need the records dispatch them before they look
+        (:func:`_dispatched_first`). It waits once; the slice after always dispatches."""
         self._reput_call = None
         if self.is_shutdown:
             return
+        yield_dispatch = False
         if self._appended:  # first: the slaves' transfers wait for no dispatch
             self._appended = False
             for listener in self.append_listeners:
                 listener()
+            yield_dispatch = bool(self.append_listeners) and not self._dispatch_yielded
         if self._flush_wanted:
             self._flush_wanted = False
             self.flusher.wakeup()
+        self._dispatch_yielded = yield_dispatch
+        if yield_dispatch:
+            self._schedule_reput()
+            return
         if not self.reput.do_reput(REPUT_SLICE_BYTES):
             self._schedule_reput()
 
