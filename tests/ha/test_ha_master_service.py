@@ -233,7 +233,6 @@ def test_new_data_is_pushed_when_messages_arrive():
     assert slave.received() == [(0, data(30))]
 
 
-
 def test_a_waiting_put_is_sent_at_once_to_a_slave_with_nothing_in_flight():
     """Java's transfer thread wakes on each put; an unacked transfer makes the turn's later
     puts wait for its end and go together."""
