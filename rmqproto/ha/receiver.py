@@ -5,8 +5,9 @@ commit-log segment), the C loop ``HAReceiver`` (``rmqproto/codec/hareceiver.c``)
 them, copies them into the mapped segment and reports to the master without the
 interpreter, as Java's HAClient thread does. :class:`ReceiveThread` runs it and brings
 its progress to the reactor: the loop wakes the reactor after a read once armed, and the
-reactor then takes the progress every millisecond until a round finds nothing new (Java's
-reput thread sleeps 1 ms between rounds), so a busy slave dispatches many reads at once.
+reactor then takes the progress every :data:`PROGRESS_INTERVAL` until a round finds
+nothing new, so a busy slave dispatches many reads at once. A lone read after a quiet
+spell is taken at once.
 When the loop ends (stopped, the connection closed or failed, or bytes handed back), the
 reactor is told once, with the loop's answer.
 """
@@ -23,8 +24,12 @@ __all__ = ["ReceiveThread", "PROGRESS_INTERVAL", "available"]
 
 log = Logger()
 
-#: Seconds between the reactor's looks at a busy loop's progress.
-PROGRESS_INTERVAL = 0.001
+#: Seconds between the reactor's looks at a busy loop's progress. Java's reput thread
+#: sleeps 1 ms between rounds; a round of ours (the reactor's wake-up and timers, the
+#: hand-over, the reput slice's set-up) costs the interpreter far more than Java's, and on
+#: a CPU shared with clients those rounds, not the records, were most of the slave's
+#: dispatch at 1 ms (docs/performance.md, "The slave's look every 5 ms").
+PROGRESS_INTERVAL = 0.005
 
 
 def available():
