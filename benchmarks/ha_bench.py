@@ -3,8 +3,10 @@ rmq-slave``) against a pair of Apache RocketMQ 4.9.7 Java brokers, in one run.
 
 Three parts, all under one temporary directory that is removed at the end:
 
-1. **limits** of this machine (``limits.py``): loopback TCP between two processes and
-   sequential file writes (``write`` and ``mmap``, page cache and disk);
+1. **limits** of this machine (``limits.py``): loopback TCP between two processes,
+   sequential file writes (``write`` and ``mmap``, page cache and disk), and ``mmap``
+   writes after ``limits.COLD_IDLE_SECONDS`` idle (the cold first touch a catch-up
+   slave's new segment meets on a virtual machine);
 2. **catch-up**: our master and a Java master (ASYNC_MASTER, ASYNC_FLUSH, 1 GiB commit-log
    segments, one NameServer) are filled with the same MEGABYTES of 1 KiB messages; then for
    each pair (slave ← master: ours ← ours, Java ← Java, Java ← ours, ours ← Java) an empty
@@ -330,6 +332,8 @@ def limits_table(figures, markdown):
         cached, synced = figures["file"][name]
         rows += [["file %s, into the page cache" % name, "%.0f" % cached],
                  ["file %s, until fsync/msync returns" % name, "%.0f" % synced]]
+    rows.append(["file mmap, into the page cache after %d s idle (cold first touch)"
+                 % limits.COLD_IDLE_SECONDS, "%.0f" % figures["mmap_cold"]])
     rows.append(["our path in one process: master sends (CPU-bound, one core)",
                  "%.0f" % figures["path"]["master_mb_s"]])
     rows.append(["our path in one process: slave appends and dispatches (one core)",
@@ -438,7 +442,8 @@ def main(argv=None):
             total = settings["limit_megabytes"] * MB
             results["limits"] = {"tcp_32k": limits.loopback_mb_s(total, 32 * 1024, pinned),
                                  "tcp_1m": limits.loopback_mb_s(total, MB, pinned),
-                                 "file": limits.file_write_mb_s(workdir, total)}
+                                 "file": limits.file_write_mb_s(workdir, total),
+                                 "mmap_cold": limits.mmap_cold_mb_s(workdir, total)}
             log("our replication path in one process")
             results["limits"]["path"] = hapath.measure(settings["path_megabytes"], BODY_SIZE)
             results["catch_up"] = catch_up_runs(workdir / "catch-up", pinned, megabytes,

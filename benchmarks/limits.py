@@ -11,6 +11,10 @@
   pages the kernel hands out (on a virtual machine often guest memory not touched since
   boot, whose first touch faults in the host too), then into another new file right after
   the first is deleted (the pages it freed come back); into the page cache, no sync;
+- **cold first touch**: ``total`` bytes through ``mmap`` into a new file after
+  ``COLD_IDLE_SECONDS`` of nothing, into the page cache: on a virtual machine whose balloon
+  reports free pages to the host, memory freed and left idle that long faults in the host
+  again on its first touch, and that is the memory a slave's new segment usually gets;
 - **remoting floor**: what a request costs a Twisted server before any broker work. A
   server process (pinned to CPU 0, where the brokers go) runs either Twisted with our
   ``FrameDecoder`` only (``twisted``: frames split, each answered with one fixed frame) or
@@ -34,7 +38,8 @@ import time
 
 from harness import process_cpu_seconds
 
-__all__ = ["loopback_mb_s", "file_write_mb_s", "mmap_reuse_mb_s", "remoting_floor", "MB"]
+__all__ = ["loopback_mb_s", "file_write_mb_s", "mmap_reuse_mb_s", "mmap_cold_mb_s", "remoting_floor",
+           "COLD_IDLE_SECONDS", "MB"]
 
 MB = 1024 * 1024
 FILE_CHUNK = MB
@@ -155,6 +160,18 @@ def mmap_reuse_mb_s(directory, total):
     given = _in_new_file(directory, _timed_mmap, total)[0]
     reused = _in_new_file(directory, _timed_mmap, total)[0]
     return total / MB / given, total / MB / reused
+
+
+#: Seconds of nothing before the cold first touch: freed guest memory had gone back to the
+#: host after 10 s in every try on the benchmark machine (docs/performance.md).
+COLD_IDLE_SECONDS = 10
+
+
+def mmap_cold_mb_s(directory, total, idle=COLD_IDLE_SECONDS):
+    """MB/s of ``total`` bytes through ``mmap`` into a new file under ``directory``, into the
+    page cache, after ``idle`` seconds of nothing (see the module's docstring)."""
+    time.sleep(idle)
+    return total / MB / _in_new_file(directory, _timed_mmap, total)[0]
 
 
 #: What the remoting floor's server answers (``RemotingFactory`` or frame splitting only).
@@ -281,6 +298,8 @@ def main(argv=None):
     given, reused = mmap_reuse_mb_s(args.directory, total)
     print("file mmap into the page cache: %.0f MB/s with the pages handed out, %.0f MB/s with "
           "the pages an earlier file just freed" % (given, reused))
+    print("file mmap into the page cache after %d s idle: %.0f MB/s"
+          % (COLD_IDLE_SECONDS, mmap_cold_mb_s(args.directory, total)))
     for kind in FLOOR_SERVERS:
         for inflight in (1, 8, 32):
             rps, cpu_us, server, client = remoting_floor(kind, inflight, pinned,
