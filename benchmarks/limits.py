@@ -38,8 +38,8 @@ import time
 
 from harness import process_cpu_seconds
 
-__all__ = ["loopback_mb_s", "file_write_mb_s", "mmap_reuse_mb_s", "mmap_cold_mb_s", "remoting_floor",
-           "COLD_IDLE_SECONDS", "MB"]
+__all__ = ["loopback_mb_s", "file_write_mb_s", "mmap_reuse_mb_s", "mmap_cold_mb_s",
+           "remoting_floor", "COLD_IDLE_SECONDS", "MB"]
 
 MB = 1024 * 1024
 FILE_CHUNK = MB
