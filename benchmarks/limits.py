@@ -15,6 +15,9 @@
   ``COLD_IDLE_SECONDS`` of nothing, into the page cache: on a virtual machine whose balloon
   reports free pages to the host, memory freed and left idle that long faults in the host
   again on its first touch, and that is the memory a slave's new segment usually gets;
+- **slave floor**: the loopback test in the HA transfer size with the receiver reading
+  straight into a new file through ``mmap``, after the same idle: what a catch-up slave on
+  one core cannot do faster, before it parses or dispatches a record;
 - **remoting floor**: what a request costs a Twisted server before any broker work. A
   server process (pinned to CPU 0, where the brokers go) runs either Twisted with our
   ``FrameDecoder`` only (``twisted``: frames split, each answered with one fixed frame) or
@@ -29,6 +32,7 @@
 """
 
 import argparse
+import contextlib
 import mmap
 import multiprocessing
 import os
@@ -39,7 +43,7 @@ import time
 from harness import process_cpu_seconds
 
 __all__ = ["loopback_mb_s", "file_write_mb_s", "mmap_reuse_mb_s", "mmap_cold_mb_s",
-           "remoting_floor", "COLD_IDLE_SECONDS", "MB"]
+           "slave_floor_mb_s", "remoting_floor", "COLD_IDLE_SECONDS", "MB"]
 
 MB = 1024 * 1024
 FILE_CHUNK = MB
@@ -50,18 +54,37 @@ def _pin(cpu):
         os.sched_setaffinity(0, {cpu})
 
 
-def _receive(listener, total, cpu, results):
+@contextlib.contextmanager
+def _receive_target(directory, total):
+    """``place(received)``: the buffer the receiver reads its next bytes into. Without
+    ``directory`` one 1 MiB buffer over and over; with it a new sparse file of ``total``
+    bytes under ``directory`` through ``mmap``, front to back, as a slave's segment."""
+    if directory is None:
+        buffer = memoryview(bytearray(MB))
+        yield lambda received: buffer
+        return
+    fd, path = tempfile.mkstemp(prefix="limits-", dir=directory)
+    try:
+        os.ftruncate(fd, total)
+        with mmap.mmap(fd, total) as mm, memoryview(mm) as view:
+            yield lambda received: view[received:received + MB]
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def _receive(listener, total, cpu, results, directory):
     _pin(cpu)
     connection, _ = listener.accept()
-    view = memoryview(bytearray(MB))
     received, started = 0, None
-    while received < total:
-        n = connection.recv_into(view)
-        if not n:
-            break
-        if started is None:
-            started = time.perf_counter()
-        received += n
+    with _receive_target(directory, total) as place:
+        while received < total:
+            n = connection.recv_into(place(received))
+            if not n:
+                break
+            if started is None:
+                started = time.perf_counter()
+            received += n
     results.send((received, time.perf_counter() - started))
     connection.close()
 
@@ -74,15 +97,17 @@ def _send(port, total, chunk, cpu):
             sock.sendall(data)
 
 
-def loopback_mb_s(total, chunk, pinned=True):
-    """MB/s of ``total`` bytes sent in ``chunk``-byte writes over loopback TCP."""
+def loopback_mb_s(total, chunk, pinned=True, directory=None):
+    """MB/s of ``total`` bytes sent in ``chunk``-byte writes over loopback TCP; with
+    ``directory`` received into a new file there through ``mmap`` (removed afterwards)."""
     context = multiprocessing.get_context("fork")
     ours, theirs = context.Pipe(duplex=False)
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         receiver = context.Process(target=_receive,
-                                   args=(listener, total, 1 if pinned else None, theirs))
+                                   args=(listener, total, 1 if pinned else None, theirs,
+                                         directory))
         sender = context.Process(target=_send, args=(listener.getsockname()[1], total, chunk,
                                                      0 if pinned else None))
         receiver.start()
@@ -172,6 +197,18 @@ def mmap_cold_mb_s(directory, total, idle=COLD_IDLE_SECONDS):
     page cache, after ``idle`` seconds of nothing (see the module's docstring)."""
     time.sleep(idle)
     return total / MB / _in_new_file(directory, _timed_mmap, total)[0]
+
+
+#: What a slave's receive does at least: the HA transfer size over loopback.
+SLAVE_CHUNK = 32 * 1024
+
+
+def slave_floor_mb_s(directory, total, pinned=True, idle=COLD_IDLE_SECONDS):
+    """MB/s of ``total`` bytes over loopback TCP in ``SLAVE_CHUNK`` writes, received straight
+    into a new file under ``directory`` through ``mmap``, after ``idle`` seconds of nothing:
+    the least a catch-up slave on one core does (no parsing, no dispatch)."""
+    time.sleep(idle)
+    return loopback_mb_s(total, SLAVE_CHUNK, pinned, directory)
 
 
 #: What the remoting floor's server answers (``RemotingFactory`` or frame splitting only).
@@ -300,6 +337,9 @@ def main(argv=None):
           "the pages an earlier file just freed" % (given, reused))
     print("file mmap into the page cache after %d s idle: %.0f MB/s"
           % (COLD_IDLE_SECONDS, mmap_cold_mb_s(args.directory, total)))
+    print("loopback TCP, %d KiB writes, received into a new file through mmap after %d s "
+          "idle: %.0f MB/s" % (SLAVE_CHUNK // 1024, COLD_IDLE_SECONDS,
+                               slave_floor_mb_s(args.directory, total, pinned)))
     for kind in FLOOR_SERVERS:
         for inflight in (1, 8, 32):
             rps, cpu_us, server, client = remoting_floor(kind, inflight, pinned,
