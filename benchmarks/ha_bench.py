@@ -12,15 +12,16 @@ Three parts, all under one temporary directory that is removed at the end:
 2. **catch-up**: our master and a Java master (ASYNC_MASTER, ASYNC_FLUSH, 1 GiB commit-log
    segments, one NameServer) are filled with the same MEGABYTES of 1 KiB messages; then for
    each pair (slave ← master: ours ← ours, Java ← Java, Java ← ours, ours ← Java) an empty
-   slave is started and its GET_BROKER_RUNTIME_INFO polled every 10 ms until its commit log
-   holds the master's whole log (``commitLogMaxOffset``) and all of it is dispatched into
-   consume queues and the index (``dispatchBehindBytes`` 0). MB/s are counted from the
-   first poll that saw replicated bytes, so start-up (a JVM, a registration, Java's first
-   offset report about 5 s after connecting) is left out and shown apart; "of floor" is
-   the dispatched MB/s over part 1's slave floor; "slave system" is the share of the
-   slave's CPU spent in the kernel (page faults on its new files, fsyncs, sockets). The
-   slave's copy is then checked byte for byte against the master's, and the slave and its
-   store are removed;
+   slave is started after ``limits.COLD_IDLE_SECONDS`` of nothing (so that every slave
+   meets the same cold memory) and its GET_BROKER_RUNTIME_INFO polled every 10 ms until its
+   commit log holds the master's whole log (``commitLogMaxOffset``) and all of it is
+   dispatched into consume queues and the index (``dispatchBehindBytes`` 0). MB/s are
+   counted from the first poll that saw replicated bytes, so start-up (a JVM, a
+   registration, Java's first offset report about 5 s after connecting) is left out and
+   shown apart; "of floor" is the dispatched MB/s over part 1's slave floor; "slave system"
+   is the share of the slave's CPU spent in the kernel (page faults on its new files,
+   fsyncs, sockets). The slave's copy is then checked byte for byte against the master's,
+   and the slave and its store are removed;
 3. **SYNC_MASTER sends**: both masters restarted as SYNC_MASTER with their own kind of slave
    (ours ← ours, Java ← Java); ``broker_bench``'s load generators (the Java 4.9.8 client's
    ``BrokerLoad`` and the Twisted ``loadclient.py``) send 1 KiB messages with 1 and 8
@@ -201,7 +202,12 @@ def fill(brokers, topics, megabytes):
 
 class CatchUp:
     """One catch-up run: an empty slave of ``master`` until it holds and has dispatched
-    ``size`` bytes; figures as a dict (``tps`` is the dispatched MB/s, for ``best_runs``)."""
+    ``size`` bytes; figures as a dict (``tps`` is the dispatched MB/s, for ``best_runs``).
+
+    Every run starts after ``limits.COLD_IDLE_SECONDS`` of nothing, so every slave meets
+    the same memory: on a guest whose balloon reports free pages to the host, a slave
+    started within a second or two of the previous one's removal would reuse its still
+    backed pages and run several times faster (docs/performance.md)."""
 
     def __init__(self, slaves, brokers, sizes):
         self.slaves, self.brokers, self.sizes = slaves, brokers, sizes
@@ -214,6 +220,7 @@ class CatchUp:
         """``profile``: where our slave saves its cProfile statistics."""
         size = self.sizes[master]
         master_pid = self.brokers.started[master][0]
+        time.sleep(limits.COLD_IDLE_SECONDS)
         started = time.monotonic()
         slave = self.slaves.start(slave_kind, master, profile)
         try:
