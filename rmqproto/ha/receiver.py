@@ -20,7 +20,7 @@ from zope.interface import implementer
 
 from rmqproto.codec.native import speedups
 
-__all__ = ["ReceiveThread", "PROGRESS_INTERVAL", "available"]
+__all__ = ["ReceiveThread", "PROGRESS_INTERVAL", "available", "new_loop"]
 
 log = Logger()
 
@@ -37,20 +37,25 @@ def available():
     return speedups is not None
 
 
+def new_loop(arguments):
+    """The C receive loop ``HAReceiver(**arguments)``, not started."""
+    return speedups.HAReceiver(**arguments)
+
+
 @implementer(IReadDescriptor)
 class ReceiveThread:
-    """Runs ``HAReceiver(**arguments)``; calls ``progress(end, read_bytes, reported, reports)``
-    on the reactor with what it did since the last call, and ``ended(outcome, leftover,
-    error)`` once it returned on its own (not after :meth:`stop`)."""
+    """Runs ``loop``, a new ``HAReceiver`` (:func:`new_loop`); calls ``progress(end,
+    read_bytes, reported, reports)`` on the reactor with what it did since the last call, and
+    ``ended(outcome, leftover, error)`` once it returned on its own (not after :meth:`stop`)."""
 
-    def __init__(self, reactor, arguments, progress, ended):
+    def __init__(self, reactor, loop, progress, ended):
         self._reactor = reactor
-        self._native = speedups.HAReceiver(**arguments)
+        self._native = loop
         self._progress = progress
         self._ended = ended
         self._thread = threading.Thread(target=self._run, name="HAReceive", daemon=True)
         self._poll_call = None
-        self._seen = (arguments["end"], 0, arguments["reported"], 0)
+        self._seen = loop.progress()
         self._done = False
 
     def start(self):

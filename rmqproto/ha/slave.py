@@ -163,8 +163,8 @@ class HAClientConnector:
             "header": header, "body_remaining": remaining,
         }
         transport.stopReading()
-        self._receive = receiver.ReceiveThread(self.reactor, arguments, self._received,
-                                               self._receive_ended)
+        self._receive = receiver.ReceiveThread(self.reactor, receiver.new_loop(arguments),
+                                               self._received, self._receive_ended)
         self.client.receiver_started()
         self._receive.start()
         self._arm_timer()

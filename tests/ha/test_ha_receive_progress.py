@@ -16,8 +16,8 @@ END, REPORTED = 1000, 1000
 class ScriptedLoop:
     """Stands in for ``HAReceiver``: the test makes its reads; ``run`` waits for ``stop``."""
 
-    def __init__(self, **arguments):
-        self.state = [arguments["end"], 0, arguments["reported"], 0]
+    def __init__(self, end, reported):
+        self.state = [end, 0, reported, 0]
         self.armed = False
         self.wake_fd = -1
         self.stopped = threading.Event()
@@ -65,14 +65,12 @@ class Reactor(task.Clock):
 
 
 @pytest.fixture
-def thread(monkeypatch):
-    monkeypatch.setattr(receiver, "speedups", type("C", (), {"HAReceiver": ScriptedLoop}))
-    reactor, taken = Reactor(), []
-    thread = receiver.ReceiveThread(reactor, {"end": END, "reported": REPORTED},
-                                    lambda *progress: taken.append(progress),
+def thread():
+    reactor, loop, taken = Reactor(), ScriptedLoop(end=END, reported=REPORTED), []
+    thread = receiver.ReceiveThread(reactor, loop, lambda *progress: taken.append(progress),
                                     lambda *answer: None)
     thread.start()
-    yield thread, thread._native, reactor, taken
+    yield thread, loop, reactor, taken
     thread.stop()
 
 
