@@ -28,7 +28,7 @@
   builds them, in flight over one connection; the figures are the server's CPU per request
   (``/proc``, kernel included), the rate and both sides' cores.
 
-    python benchmarks/limits.py [--megabytes 512] [--directory /tmp] [--seconds 3]
+    python benchmarks/limits.py [--megabytes 512] [--directory /tmp] [--seconds 3] [--idle 10]
 """
 
 import argparse
@@ -246,7 +246,7 @@ def _floor_server(kind, listener, cpu, ready):
                 self.decoder = FrameDecoder()
 
             def dataReceived(self, data):
-                for _ in self.decoder.iter_feed(data):
+                for _ in self.decoder.feed(data):
                     self.transport.write(answer(0, 0))
 
         factory = Factory.forProtocol(Splitter)
@@ -323,6 +323,9 @@ def main(argv=None):
     parser.add_argument("--no-pin", action="store_true")
     parser.add_argument("--seconds", type=float, default=3.0,
                         help="measured window of each remoting floor run")
+    parser.add_argument("--idle", type=float, default=COLD_IDLE_SECONDS,
+                        help="seconds of nothing before the cold first touch and the slave's "
+                             "floor (default %(default)s)")
     args = parser.parse_args(argv)
     pinned = not args.no_pin and len(os.sched_getaffinity(0)) >= 2
     total = args.megabytes * MB
@@ -335,11 +338,11 @@ def main(argv=None):
     given, reused = mmap_reuse_mb_s(args.directory, total)
     print("file mmap into the page cache: %.0f MB/s with the pages handed out, %.0f MB/s with "
           "the pages an earlier file just freed" % (given, reused))
-    print("file mmap into the page cache after %d s idle: %.0f MB/s"
-          % (COLD_IDLE_SECONDS, mmap_cold_mb_s(args.directory, total)))
-    print("loopback TCP, %d KiB writes, received into a new file through mmap after %d s "
-          "idle: %.0f MB/s" % (SLAVE_CHUNK // 1024, COLD_IDLE_SECONDS,
-                               slave_floor_mb_s(args.directory, total, pinned)))
+    print("file mmap into the page cache after %g s idle: %.0f MB/s"
+          % (args.idle, mmap_cold_mb_s(args.directory, total, args.idle)))
+    print("loopback TCP, %d KiB writes, received into a new file through mmap after %g s "
+          "idle: %.0f MB/s" % (SLAVE_CHUNK // 1024, args.idle,
+                               slave_floor_mb_s(args.directory, total, pinned, args.idle)))
     for kind in FLOOR_SERVERS:
         for inflight in (1, 8, 32):
             rps, cpu_us, server, client = remoting_floor(kind, inflight, pinned,
