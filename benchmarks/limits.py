@@ -63,14 +63,8 @@ def _receive_target(directory, total):
         buffer = memoryview(bytearray(MB))
         yield lambda received: buffer
         return
-    fd, path = tempfile.mkstemp(prefix="limits-", dir=directory)
-    try:
-        os.ftruncate(fd, total)
-        with mmap.mmap(fd, total) as mm, memoryview(mm) as view:
-            yield lambda received: view[received:received + MB]
-    finally:
-        os.close(fd)
-        os.unlink(path)
+    with _new_file(directory) as path, _mapped(path, total) as mm, memoryview(mm) as view:
+        yield lambda received: view[received:received + MB]
 
 
 def _receive(listener, total, cpu, results, directory):
@@ -142,31 +136,45 @@ def _timed_write(path, total):
     return cached - started, synced - started
 
 
-def _timed_mmap(path, total):
-    data = b"x" * FILE_CHUNK
+@contextlib.contextmanager
+def _mapped(path, total):
+    """``path`` emptied and made a sparse file of ``total`` bytes, mapped (as a segment)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.ftruncate(fd, total)
         with mmap.mmap(fd, total) as mm:
-            started = time.perf_counter()
-            for position in range(0, total - FILE_CHUNK + 1, FILE_CHUNK):
-                mm[position:position + FILE_CHUNK] = data
-            cached = time.perf_counter()
-            mm.flush()
-            synced = time.perf_counter()
+            yield mm
     finally:
         os.close(fd)
+
+
+def _timed_mmap(path, total):
+    data = b"x" * FILE_CHUNK
+    with _mapped(path, total) as mm:
+        started = time.perf_counter()
+        for position in range(0, total - FILE_CHUNK + 1, FILE_CHUNK):
+            mm[position:position + FILE_CHUNK] = data
+        cached = time.perf_counter()
+        mm.flush()
+        synced = time.perf_counter()
     return cached - started, synced - started
+
+
+@contextlib.contextmanager
+def _new_file(directory):
+    """The path of a new empty file under ``directory``, removed afterwards."""
+    fd, path = tempfile.mkstemp(prefix="limits-", dir=directory)
+    os.close(fd)
+    try:
+        yield path
+    finally:
+        os.unlink(path)
 
 
 def _in_new_file(directory, timed, total):
     """``timed(path, total)`` on a new file under ``directory``, removed afterwards."""
-    fd, path = tempfile.mkstemp(prefix="limits-", dir=directory)
-    os.close(fd)
-    try:
+    with _new_file(directory) as path:
         return timed(path, total)
-    finally:
-        os.unlink(path)
 
 
 def file_write_mb_s(directory, total):
