@@ -323,11 +323,18 @@ masked_crc32(const unsigned char *p, Py_ssize_t n)
     return rmq_crc32(0, p, (size_t)n) & 0x7FFFFFFF;
 }
 
-/* The dispatch-fields tuple of the usual record at buffer[pos:pos + total]; NULL with no
- * error set when the record is not a usual one. */
-static PyObject *
-usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos,
-                    int check_crc, TopicCache *topics, int *failed)
+/* Where the parts of a usual record are. */
+typedef struct {
+    Py_ssize_t total, topic_pos, topic_length, properties_pos, properties_length;
+    int64_t sys_flag;
+} RecordLayout;
+
+/* Whether buffer[pos:] starts with a usual record (version-1 magic code, IPv4 hosts, every
+ * check of the layout passing; with check_crc, the body's masked CRC32 too), and if so
+ * where its parts are. */
+static int
+usual_record_layout(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos,
+                    int check_crc, RecordLayout *layout)
 {
     const unsigned char *r = buffer + pos;
     int64_t total = read_int(r);
@@ -337,7 +344,7 @@ usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos
     int64_t topic_pos = pos + FIXED_V1 + body_length + 1;  /* after the topic's length byte */
     if (read_int(r + 4) != MESSAGE_MAGIC_CODE || total < MIN_RECORD_LENGTH || end > size
             || (sys_flag & HOST_FLAGS) || body_length < 0 || topic_pos > end)
-        return NULL;
+        return 0;
     int64_t topic_length = buffer[topic_pos - 1];
     int64_t properties_pos = topic_pos + topic_length + 2;
     int64_t properties_length = end - properties_pos;
@@ -345,17 +352,32 @@ usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos
             || properties_length > MAX_PROPERTIES_LENGTH
             || buffer[properties_pos - 2] != (properties_length >> 8)
             || buffer[properties_pos - 1] != (properties_length & 0xFF))
-        return NULL;
+        return 0;
     if (check_crc && masked_crc32(r + FIXED_V1, body_length) != read_int(r + 8))
+        return 0;
+    *layout = (RecordLayout){total, topic_pos, topic_length, properties_pos, properties_length,
+                             sys_flag};
+    return 1;
+}
+
+/* The dispatch-fields tuple of the usual record at buffer[pos:pos + total]; NULL with no
+ * error set when the record is not a usual one. */
+static PyObject *
+usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos,
+                    int check_crc, TopicCache *topics, int *failed)
+{
+    RecordLayout at;
+    if (!usual_record_layout(buffer, size, pos, check_crc, &at))
         return NULL;
-    PyObject *text = decode_text(buffer + properties_pos, properties_length);
+    const unsigned char *r = buffer + pos;
+    PyObject *text = decode_text(buffer + at.properties_pos, at.properties_length);
     PyObject *properties = text == NULL ? NULL : properties_of_text(text);
     Py_XDECREF(text);
     if (properties == NULL) {
         *failed = 1;
         return NULL;
     }
-    PyObject *topic = topic_text(topics, buffer + topic_pos, topic_length);
+    PyObject *topic = topic_text(topics, buffer + at.topic_pos, at.topic_length);
     if (topic == NULL) {
         Py_DECREF(properties);
         *failed = 1;
@@ -363,9 +385,9 @@ usual_record_fields(const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos
     }
     PyObject *fields = Py_BuildValue("(NiLLLLLNL)", topic, read_int(r + 12),
                                      (long long)read_long(r + 20), (long long)read_long(r + 28),
-                                     (long long)sys_flag, (long long)read_long(r + 56),
+                                     (long long)at.sys_flag, (long long)read_long(r + 56),
                                      (long long)read_long(r + 76), properties,
-                                     (long long)total);
+                                     (long long)at.total);
     if (fields == NULL)
         *failed = 1;
     return fields;
@@ -459,19 +481,43 @@ PyDoc_STRVAR(put_index_hashes_doc,
 "                 begin_timestamp, begin_phy_offset)\n"
 "    -> (next, count, slot_count, begin_timestamp, begin_phy_offset)\n\n"
 "The loop of rmqproto.codec.indexfile.IndexFile.put_hashes over the writable index file\n"
-"buffer: put each (hash_code, phy_offset, store_timestamp) of entries from start on\n"
+"buffer: put each (hash_code, phy_offset, store_timestamp) of entries (a list or tuple,\n"
+"or a bytes-like object of entries packed as PackedEntries packs them) from start on\n"
 "while count < index_num.  It stops before an entry it cannot put as the Python loop\n"
 "would (not a tuple of three ints, a hash outside int32, an offset or timestamp outside\n"
 "a Java long, a position outside the buffer), leaving that entry to the caller.  The\n"
 "header is left to the caller.");
 
+#define PACKED_ENTRY_SIZE 20
+
+/* Entry i of a list or tuple of entries, or of packed entries when packed is not NULL:
+ * 0 when it is not one C can put (not a tuple of three ints, a hash outside int32). */
+static int
+index_entry_at(PyObject *entries, const unsigned char *packed, Py_ssize_t i,
+               int64_t *key_hash, int64_t *phy_offset, int64_t *timestamp)
+{
+    if (packed != NULL) {
+        const unsigned char *p = packed + i * PACKED_ENTRY_SIZE;
+        *key_hash = read_int(p);
+        *phy_offset = read_long(p + 4);
+        *timestamp = read_long(p + 12);
+        return 1;
+    }
+    PyObject *entry = PySequence_Fast_GET_ITEM(entries, i);
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3)
+        return 0;
+    int ok = 1;
+    *key_hash = as_long(PyTuple_GET_ITEM(entry, 0), &ok);
+    *phy_offset = as_long(PyTuple_GET_ITEM(entry, 1), &ok);
+    *timestamp = as_long(PyTuple_GET_ITEM(entry, 2), &ok);
+    return ok && *key_hash >= INT32_MIN && *key_hash <= INT32_MAX;
+}
+
 static PyObject *
 put_index_hashes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (arguments_ok(nargs == 9 && (PyList_Check(args[1]) || PyTuple_Check(args[1])),
-                     "put_index_hashes takes buffer, a list or tuple of entries, start, "
-                     "index_num, slot_num, count, slot_count, begin_timestamp and "
-                     "begin_phy_offset") < 0)
+    if (arguments_ok(nargs == 9, "put_index_hashes takes buffer, entries, start, index_num, "
+                     "slot_num, count, slot_count, begin_timestamp and begin_phy_offset") < 0)
         return NULL;
     PyObject *entries = args[1];
     long long numbers[7];  /* start, index_num, slot_num, count, slot_count, begin times */
@@ -487,22 +533,26 @@ put_index_hashes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "start must not be negative");
         return NULL;
     }
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+    Py_buffer packed = {.buf = NULL};
+    Py_ssize_t end;
+    if (PyList_Check(entries) || PyTuple_Check(entries))
+        end = PySequence_Fast_GET_SIZE(entries);
+    else if (PyObject_GetBuffer(entries, &packed, PyBUF_SIMPLE) == 0)
+        end = packed.len / PACKED_ENTRY_SIZE;
+    else
         return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0) {
+        if (packed.buf != NULL)
+            PyBuffer_Release(&packed);
+        return NULL;
+    }
     unsigned char *buffer = view.buf;
     long long size = view.len;
     long long entries_at = INDEX_HEADER_SIZE + slot_num * HASH_SLOT_SIZE;
-    Py_ssize_t end = PySequence_Fast_GET_SIZE(entries);
     for (; i < end && count < index_num && slot_num > 0; i++) {
-        PyObject *entry = PySequence_Fast_GET_ITEM(entries, i);
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3)
-            break;
-        int ok = 1;
-        int64_t key_hash = as_long(PyTuple_GET_ITEM(entry, 0), &ok);
-        int64_t phy_offset = as_long(PyTuple_GET_ITEM(entry, 1), &ok);
-        int64_t timestamp = as_long(PyTuple_GET_ITEM(entry, 2), &ok);
-        if (!ok || key_hash < INT32_MIN || key_hash > INT32_MAX)
+        int64_t key_hash, phy_offset, timestamp;
+        if (!index_entry_at(entries, packed.buf, i, &key_hash, &phy_offset, &timestamp))
             break;
         if (key_hash < 0)  /* Math.abs, and 0 for Integer.MIN_VALUE */
             key_hash = key_hash == INT32_MIN ? 0 : -key_hash;
@@ -533,6 +583,8 @@ put_index_hashes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         count++;
     }
     PyBuffer_Release(&view);
+    if (packed.buf != NULL)
+        PyBuffer_Release(&packed);
     return Py_BuildValue("(nLLLL)", i, count, slot_count, begin_timestamp, begin_phy_offset);
 }
 
@@ -805,6 +857,314 @@ failed:
     Py_XDECREF(runs);
     Py_XDECREF(key);
     return NULL;
+}
+
+/* ---- the reput of usual records, straight from the commit log's bytes ---- */
+
+/* Most queues one call of dispatch_usual_records gathers units for, and most records it
+ * takes. */
+#define MAX_DISPATCH_QUEUES 64
+#define MAX_DISPATCH_RECORDS 65536
+#define CQ_UNIT_SIZE 20
+
+/* Bytes of a record: a property's value (never empty when present), a topic. */
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t length;
+} Span;
+
+/* The units one call gathers for one queue, their logical offsets one after another. */
+typedef struct {
+    Span topic;
+    int32_t queue_id;
+    int64_t first_cq_offset, next_cq_offset;
+    Py_ssize_t count;
+} QueueRun;
+
+/* A growing buffer of packed index entries. */
+typedef struct {
+    unsigned char *data;
+    Py_ssize_t length, capacity;
+} PackedOut;
+
+static int
+all_ascii(Span span)
+{
+    unsigned char any = 0;
+    for (Py_ssize_t i = 0; i < span.length; i++)
+        any |= span.p[i];
+    return any < 0x80;
+}
+
+/* h continued over ASCII bytes: Java's String.hashCode step, one byte a code unit. */
+static uint32_t
+hash_ascii(uint32_t h, const unsigned char *p, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = 31 * h + p[i];
+    return h;
+}
+
+static int
+same_span(Span a, Span b)
+{
+    return a.length == b.length && memcmp(a.p, b.p, a.length) == 0;
+}
+
+/* The TAGS, KEYS and UNIQ_KEY values among the properties bytes p[:n], as
+ * properties_of_text reads them (a repeated name keeps its last value; absent: length 0);
+ * 0 when one of them is not ASCII (the record is then left to the Python path). */
+static int
+dispatch_properties(const unsigned char *p, Py_ssize_t n, Span *tags, Span *keys, Span *uniq)
+{
+    *tags = *keys = *uniq = (Span){NULL, 0};
+    Py_ssize_t start = 0;
+    while (start < n) {
+        Py_ssize_t end = start, eq = -1;
+        for (; end < n && p[end] != PROPERTY_SEPARATOR; end++) {
+            if (p[end] == NAME_VALUE_SEPARATOR && eq < 0)
+                eq = end;
+        }
+        if (eq > start && end > eq + 1) {
+            Span name = {p + start, eq - start}, value = {p + eq + 1, end - eq - 1};
+            if (same_span(name, (Span){(const unsigned char *)"TAGS", 4}))
+                *tags = value;
+            else if (same_span(name, (Span){(const unsigned char *)"KEYS", 4}))
+                *keys = value;
+            else if (same_span(name, (Span){(const unsigned char *)"UNIQ_KEY", 8}))
+                *uniq = value;
+        }
+        start = end + 1;
+    }
+    return all_ascii(*tags) && all_ascii(*keys) && all_ascii(*uniq);
+}
+
+/* Append one packed entry; -1 with MemoryError set when out of memory. */
+static int
+pack_entry(PackedOut *out, uint32_t h, int64_t offset, int64_t timestamp)
+{
+    if (out->length + PACKED_ENTRY_SIZE > out->capacity) {
+        Py_ssize_t capacity = out->capacity ? 2 * out->capacity : 64 * PACKED_ENTRY_SIZE;
+        unsigned char *data = PyMem_Realloc(out->data, capacity);
+        if (data == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        out->data = data;
+        out->capacity = capacity;
+    }
+    unsigned char *p = out->data + out->length;
+    write_int(p, (int32_t)h);
+    write_long(p + 4, offset);
+    write_long(p + 12, timestamp);
+    out->length += PACKED_ENTRY_SIZE;
+    return 0;
+}
+
+/* The index entries of one record, as index_entries makes them: its UNIQ_KEY, then each
+ * KEYS word (split on spaces), hashed as "topic#key" from the topic's prefix hash. */
+static int
+pack_record_entries(PackedOut *out, uint32_t prefix, Span uniq, Span keys, int64_t offset,
+                    int64_t timestamp)
+{
+    if (uniq.length && pack_entry(out, hash_ascii(prefix, uniq.p, uniq.length), offset,
+                                  timestamp) < 0)
+        return -1;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t j = 0; j <= keys.length; j++) {
+        if (j < keys.length && keys.p[j] != ' ')
+            continue;
+        if (j > start && pack_entry(out, hash_ascii(prefix, keys.p + start, j - start),
+                                    offset, timestamp) < 0)
+            return -1;
+        start = j + 1;
+    }
+    return 0;
+}
+
+/* The runs as (topic, queue_id, first_cq_offset, units) tuples, units the packed 20-byte
+ * units of the run in order (units holds all of them, queue_of says whose each is). */
+static PyObject *
+queue_run_tuples(const QueueRun *runs, int run_count, const unsigned char *units,
+                 const unsigned char *queue_of, Py_ssize_t unit_count)
+{
+    PyObject *out = PyList_New(run_count);
+    for (int q = 0; out != NULL && q < run_count; q++) {
+        PyObject *data = PyBytes_FromStringAndSize(NULL, runs[q].count * CQ_UNIT_SIZE);
+        PyObject *topic = data == NULL ? NULL : decode_text(runs[q].topic.p,
+                                                            runs[q].topic.length);
+        if (topic == NULL) {
+            Py_XDECREF(data);
+            Py_CLEAR(out);
+            break;
+        }
+        unsigned char *p = (unsigned char *)PyBytes_AS_STRING(data);
+        for (Py_ssize_t i = 0; i < unit_count; i++) {
+            if (queue_of[i] == q) {
+                memcpy(p, units + i * CQ_UNIT_SIZE, CQ_UNIT_SIZE);
+                p += CQ_UNIT_SIZE;
+            }
+        }
+        PyList_SET_ITEM(out, q, Py_BuildValue("(NiLN)", topic, runs[q].queue_id,
+                                              (long long)runs[q].first_cq_offset, data));
+        if (PyList_GET_ITEM(out, q) == NULL)
+            Py_CLEAR(out);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(dispatch_usual_records_doc,
+"dispatch_usual_records(buffer, position, stop_at, max_count, schedule_topic,\n"
+"                       newest_end_phy_offset, rollback_type)\n"
+"    -> (position, runs, entries, rolls, store_timestamp)\n\n"
+"What the reput makes of the records take_usual_records would take from position on\n"
+"(requests_of_fields, consume_queue_runs and, unless newest_end_phy_offset is None,\n"
+"rmqproto.store.indexservice.index_entries), made straight from the bytes with no Python\n"
+"object a record.  runs: (topic, queue_id, first_cq_offset, units) for each queue in the\n"
+"order first seen, units its 20-byte consume-queue units packed back to back; entries:\n"
+"the index entries packed as PackedEntries packs them; rolls and store_timestamp as\n"
+"index_entries and consume_queue_runs give them.  It takes at most max_count records\n"
+"(65536 at most) and stops before a record that is not a\n"
+"usual one, is of schedule_topic (bytes) or has a topic, TAGS, KEYS or UNIQ_KEY that is\n"
+"not ASCII, whose consumable unit does not follow its queue's last one of this call or\n"
+"would be the unit of a queue beyond the 64th: the caller takes that record its own way.");
+
+static PyObject *
+dispatch_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arguments_ok(nargs == 7 && PyBytes_Check(args[4]), "dispatch_usual_records takes "
+                     "buffer, position, stop_at, max_count, schedule_topic (bytes), "
+                     "newest_end_phy_offset and rollback_type") < 0)
+        return NULL;
+    Py_ssize_t pos, stop_at, max_count;
+    long rollback;
+    if (((pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred())
+            || ((stop_at = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred())
+            || ((max_count = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred())
+            || ((rollback = PyLong_AsLong(args[6])) == -1 && PyErr_Occurred()))
+        return NULL;
+    max_count = Py_MAX(0, Py_MIN(max_count, MAX_DISPATCH_RECORDS));
+    Span schedule = {(const unsigned char *)PyBytes_AS_STRING(args[4]),
+                     PyBytes_GET_SIZE(args[4])};
+    PyObject *newest_end = args[5] == Py_None ? NULL : args[5];
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *buffer = view.buf;
+    Py_ssize_t size = view.len;
+    unsigned char *units = PyMem_Malloc(max_count * CQ_UNIT_SIZE + 1);
+    unsigned char *queue_of = PyMem_Malloc(max_count + 1);
+    PackedOut entries = {NULL, 0, 0};
+    PyObject *result = NULL;
+    if (units == NULL || queue_of == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    QueueRun runs[MAX_DISPATCH_QUEUES];
+    int run_count = 0, last_run = -1, rolls = 0, have_end = 0, timestamped = 0;
+    int64_t end_phy_offset = 0, store_timestamp = 0;
+    Span prefix_topic = {NULL, -1};
+    uint32_t prefix = 0;
+    Py_ssize_t unit_count = 0, taken = 0;
+    while (pos >= 0 && pos < stop_at && size - pos >= FIXED_V1 && taken < max_count) {
+        RecordLayout at;
+        Span tags, keys, uniq;
+        if (!usual_record_layout(buffer, size, pos, 0, &at))
+            break;
+        Span topic = {buffer + at.topic_pos, at.topic_length};
+        if (same_span(topic, schedule) || !all_ascii(topic)
+                || !dispatch_properties(buffer + at.properties_pos, at.properties_length,
+                                        &tags, &keys, &uniq))
+            break;
+        const unsigned char *r = buffer + pos;
+        int32_t queue_id = read_int(r + 12);
+        int64_t cq_offset = read_long(r + 20), offset = read_long(r + 28);
+        int64_t timestamp = read_long(r + 56);
+        int64_t transaction = at.sys_flag & TRANSACTION_BITS;
+        int consumable = transaction != TRANSACTION_PREPARED_TYPE
+                         && transaction != TRANSACTION_BITS;
+        int q = -1;
+        if (consumable) {
+            if (last_run >= 0 && runs[last_run].queue_id == queue_id
+                    && same_span(runs[last_run].topic, topic))
+                q = last_run;
+            for (int k = 0; q < 0 && k < run_count; k++) {
+                if (runs[k].queue_id == queue_id && same_span(runs[k].topic, topic))
+                    q = k;
+            }
+            if (q < 0 ? run_count == MAX_DISPATCH_QUEUES
+                      : runs[q].next_cq_offset != cq_offset || cq_offset == INT64_MAX)
+                break;
+        }
+        if (newest_end != NULL && (uniq.length || keys.length)) {
+            if (!have_end) {  /* the newest file, found at the first record with keys */
+                PyObject *value = PyObject_CallNoArgs(newest_end);
+                if (value == NULL)
+                    goto done;
+                int ok = 1;
+                end_phy_offset = as_long(value, &ok);
+                Py_DECREF(value);
+                if (!ok) {
+                    PyErr_SetString(PyExc_TypeError,
+                                    "newest_end_phy_offset must return a Java long");
+                    goto done;
+                }
+                have_end = 1;
+            }
+            rolls = 1;
+            if (offset >= end_phy_offset && (at.sys_flag & rollback) != rollback) {
+                if (!same_span(topic, prefix_topic)) {
+                    prefix_topic = topic;
+                    prefix = 31 * hash_ascii(0, topic.p, topic.length) + '#';
+                }
+                Py_ssize_t before = entries.length;
+                if (pack_record_entries(&entries, prefix, uniq, keys, offset, timestamp) < 0)
+                    goto done;
+                if (entries.length > before) {
+                    end_phy_offset = offset;
+                    rolls = 0;
+                }
+            }
+        }
+        if (consumable) {
+            if (q < 0) {
+                q = run_count++;
+                runs[q] = (QueueRun){topic, queue_id, cq_offset, cq_offset, 0};
+            }
+            unsigned char *p = units + unit_count * CQ_UNIT_SIZE;
+            write_long(p, offset);
+            write_int(p + 8, (int32_t)at.total);
+            write_long(p + 12, (int32_t)(tags.length ? hash_ascii(0, tags.p, tags.length) : 0));
+            queue_of[unit_count++] = (unsigned char)q;
+            runs[q].next_cq_offset++;
+            runs[q].count++;
+            last_run = q;
+            store_timestamp = timestamp;
+            timestamped = 1;
+        }
+        taken++;
+        pos += at.total;
+    }
+    PyObject *run_list = queue_run_tuples(runs, run_count, units, queue_of, unit_count);
+    PyObject *packed = run_list == NULL ? NULL
+        : PyBytes_FromStringAndSize((const char *)entries.data, entries.length);
+    if (packed == NULL) {
+        Py_XDECREF(run_list);
+        goto done;
+    }
+    PyObject *last = timestamped ? PyLong_FromLongLong(store_timestamp) : Py_NewRef(Py_None);
+    if (last == NULL) {
+        Py_DECREF(run_list);
+        Py_DECREF(packed);
+        goto done;
+    }
+    result = Py_BuildValue("(nNNON)", pos, run_list, packed, rolls ? Py_True : Py_False, last);
+done:
+    PyMem_Free(units);
+    PyMem_Free(queue_of);
+    PyMem_Free(entries.data);
+    PyBuffer_Release(&view);
+    return result;
 }
 
 PyDoc_STRVAR(encode_units_doc,
@@ -3169,6 +3529,8 @@ static PyMethodDef methods[] = {
      requests_of_fields_doc},
     {"index_entries", (PyCFunction)(void (*)(void))index_entries, METH_FASTCALL,
      index_entries_doc},
+    {"dispatch_usual_records", (PyCFunction)(void (*)(void))dispatch_usual_records,
+     METH_FASTCALL, dispatch_usual_records_doc},
     {"encode_units", (PyCFunction)encode_units, METH_O, encode_units_doc},
     {"put_unit_run", (PyCFunction)(void (*)(void))put_unit_run, METH_FASTCALL,
      put_unit_run_doc},

@@ -22,7 +22,7 @@ __all__ = [
     "DEFAULT_INDEX_NUM", "INDEX_HEADER", "INDEX_ENTRY", "IndexHeader", "IndexEntry",
     "encode_header", "decode_header", "encode_entry", "decode_entry", "build_key",
     "index_key_hash", "topic_prefix_hash", "slot_position", "entry_position", "index_file_size",
-    "IndexFile",
+    "IndexFile", "PackedEntries",
 ]
 
 INDEX_HEADER_SIZE = 40
@@ -57,6 +57,28 @@ _LONG = struct.Struct(">q")
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 #: Where each header field sits (the order of :data:`INDEX_HEADER`).
 _BEGIN_TIMESTAMP_POS, _END_TIMESTAMP_POS, _BEGIN_PHY_OFFSET_POS, _END_PHY_OFFSET_POS = 0, 8, 16, 24
+
+
+class PackedEntries:
+    """``(hash_code, phy_offset, store_timestamp)`` entries packed back to back as
+    :attr:`PACKED_ENTRY` (big-endian int32, int64, int64), as the C dispatch makes them: a
+    sequence :meth:`IndexFile.put_hashes` takes like a list of tuples, with no object an
+    entry until one is read."""
+
+    __slots__ = ("data",)
+    #: One packed entry.
+    PACKED_ENTRY = struct.Struct(">iqq")
+
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self):
+        return len(self.data) // self.PACKED_ENTRY.size
+
+    def __getitem__(self, i):
+        if not 0 <= i < len(self):
+            raise IndexError("entry %r of %d" % (i, len(self)))
+        return self.PACKED_ENTRY.unpack_from(self.data, i * self.PACKED_ENTRY.size)
 
 
 class IndexHeader(NamedTuple):
@@ -215,8 +237,9 @@ class IndexFile:
 
     def put_hashes(self, entries, start=0):
         """:meth:`put_key` of each ``(hash_code, phy_offset, store_timestamp)`` of ``entries``
-        (``hash_code``: the key's ``String.hashCode``) from ``start`` on, until the file is
-        full; returns the index of the first entry not put.
+        (``hash_code``: the key's ``String.hashCode``; a sequence, or :class:`PackedEntries`)
+        from ``start`` on, until the file is full; returns the index of the first entry not
+        put.
 
         The header is written once, after the last put: the same bytes as a header written
         back after each put (the fields Java's setters leave alone keep theirs). An entry
@@ -225,9 +248,10 @@ class IndexFile:
         i, first = start, self.index_count
         count, slot_count = first, self.hash_slot_count
         begin_timestamp, begin_phy_offset = self.begin_timestamp, self.begin_phy_offset
-        if speedups is not None and isinstance(entries, (list, tuple)):
+        given = entries.data if isinstance(entries, PackedEntries) else entries
+        if speedups is not None and isinstance(given, (list, tuple, bytes)):
             i, count, slot_count, begin_timestamp, begin_phy_offset = speedups.put_index_hashes(
-                self.buffer, entries, i, self.index_num, self.hash_slot_num, count, slot_count,
+                self.buffer, given, i, self.index_num, self.hash_slot_num, count, slot_count,
                 begin_timestamp, begin_phy_offset)
             if i == len(entries) or count >= self.index_num:  # the usual: all put in C
                 self._set_header(entries, i, first, count, slot_count, begin_timestamp,

@@ -232,6 +232,24 @@ class ConsumeQueue:
             self.max_physic_offset = end_physic
             i = j
 
+    def put_packed_units(self, cq_offset, data):
+        """:meth:`put_positions` of units packed as the file holds them (``data``, as the C
+        dispatch gathers them), logical offsets one after another from ``cq_offset``, the
+        commit-log ends growing: one copy when they continue the written units exactly in
+        the current file, else unit by unit."""
+        mapped = self.queue.last_file
+        expect = cq_offset * CQ_STORE_UNIT_SIZE
+        first_offset, first_size, _ = _UNIT.unpack_from(data, 0)
+        if (mapped is not None and 0 < mapped.wrote_position
+                and mapped.file_from_offset + mapped.wrote_position == expect
+                and first_offset + first_size > self.max_physic_offset
+                and mapped.append(data)):
+            last_offset, last_size, _ = _UNIT.unpack_from(data, len(data) - CQ_STORE_UNIT_SIZE)
+            self.max_physic_offset = last_offset + last_size
+            return
+        self.put_positions([(offset, size, tags_code, cq_offset + i)
+                            for i, (offset, size, tags_code) in enumerate(_UNIT.iter_unpack(data))])
+
     # -- reading
 
     def get_index_buffer(self, index, max_size=None):

@@ -10,6 +10,7 @@ kinds do), which are cheaper to build.
 """
 
 import re
+import sys
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -164,12 +165,19 @@ class ReputService:
 
     ``commit_log`` is a :class:`~rmqproto.store.commitlog.CommitLog`. :meth:`do_reput` reads
     what is written and stops at the end (or at bytes that are not a record yet).
+
+    ``dispatch_usual(buffer, position, stop_at)``, when given, dispatches a batch of the
+    usual records of a segment's written bytes from ``position`` (those starting before
+    ``stop_at``) straight from the bytes, and returns the position after them, or None when
+    it does not apply now. The reput then takes in Python only the records it leaves, one
+    after each batch, or all of them for the rest of the reput after a None.
     """
 
-    def __init__(self, commit_log, delay_table, dispatch):
+    def __init__(self, commit_log, delay_table, dispatch, dispatch_usual=None):
         self.commit_log = commit_log
         self.delay_table = delay_table
         self.dispatch = dispatch
+        self.dispatch_usual = dispatch_usual
         self.reput_from_offset = 0
         #: dispatch fields of records the reput moved past and has not dispatched yet
         self._deferred = []
@@ -219,6 +227,7 @@ class ReputService:
         if self.reput_from_offset < log.min_offset:
             self.reput_from_offset = log.min_offset
         stop_at = None if max_bytes is None else self.reput_from_offset + max_bytes
+        usual = self.dispatch_usual
         while self.reput_from_offset < log.max_offset:
             offset = self.reput_from_offset
             if stop_at is not None and offset >= stop_at:
@@ -230,8 +239,17 @@ class ReputService:
             scan = msg.iter_dispatch_fields(memoryview(mapped.mm)[:mapped.wrote_position],
                                             offset - base)
             limit = None if stop_at is None else max(stop_at, offset + 1) - base
+            usual_limit = sys.maxsize if limit is None else limit
             while True:
-                fields = scan.take(DISPATCH_BATCH, limit)
+                if usual is not None:
+                    end = usual(scan.buffer, scan.position, usual_limit)
+                    if end is None:
+                        usual = None
+                    else:
+                        scan.position = end
+                        self.reput_from_offset = base + end
+                # what C left (the end, a blank, another record: taken alone), or all
+                fields = scan.take(DISPATCH_BATCH if usual is None else 1, limit)
                 if fields:
                     self._dispatch(requests_of_fields(fields, self.delay_table),
                                    base + scan.position)

@@ -15,7 +15,7 @@ from rmqproto.codec.javalang import java_string_hash_continued
 from rmqproto.codec.native import speedups
 from rmqproto.store.mappedfile import MappedFileBase, numbered_files
 
-__all__ = ["IndexService", "IndexMappedFile", "index_file_name", "time_matched",
+__all__ = ["IndexService", "IndexBatch", "IndexMappedFile", "index_file_name", "time_matched",
            "index_entries"]
 
 _ROLLBACK = msg.TRANSACTION_ROLLBACK_TYPE
@@ -88,6 +88,37 @@ if speedups is not None:
     index_entries = speedups.index_entries  # noqa: F811
 
 
+class IndexBatch:
+    """The entries of one batch of requests: :meth:`newest_end_phy_offset` is the callback
+    :func:`index_entries` calls at the batch's first request with keys, :meth:`put` puts the
+    entries it made."""
+
+    def __init__(self, service):
+        self.service = service
+        #: the newest file, once a request with keys found it
+        self.file = None
+
+    def newest_end_phy_offset(self):
+        """The newest file (created when there is none or the newest is full)'s end."""
+        self.file = self.service.last_file()
+        return self.file.index.end_phy_offset
+
+    def put(self, entries, rolls):
+        """Put ``entries`` (a sequence or :class:`PackedEntries`) into the newest file and
+        the ones that follow it as each fills; with ``rolls``, a full last file gets its
+        successor now, as Java's next request with keys would find it."""
+        f = self.file
+        if f is None:
+            return
+        done = 0
+        while done < len(entries):
+            done = f.index.put_hashes(entries, done)
+            if done < len(entries):
+                f = self.service.last_file()
+        if rolls and f.index.is_write_full:
+            self.service.last_file()
+
+
 class IndexService:
     """The index files of a store; runs on the reactor thread."""
 
@@ -110,7 +141,7 @@ class IndexService:
                 continue
             self.files.append(f)
 
-    def _last_file(self):
+    def last_file(self):
         """``getAndCreateLastIndexFile``: the newest file, or a new one after a full one."""
         end_phy_offset = end_timestamp = 0
         if self.files:
@@ -142,23 +173,12 @@ class IndexService:
         :meth:`IndexFile.put_hashes` at once. As in Java, a request with keys finds the
         newest file (creating one when there is none or the newest is full) even when it
         adds nothing."""
-        newest = []
+        batch = self.batch()
+        batch.put(*index_entries(requests, batch.newest_end_phy_offset, _ROLLBACK))
 
-        def newest_end_phy_offset():
-            newest.append(self._last_file())
-            return newest[0].index.end_phy_offset
-
-        entries, rolls = index_entries(requests, newest_end_phy_offset, _ROLLBACK)
-        if not newest:
-            return
-        f = newest[0]
-        done = 0
-        while done < len(entries):
-            done = f.index.put_hashes(entries, done)
-            if done < len(entries):
-                f = self._last_file()
-        if rolls and f.index.is_write_full:
-            self._last_file()
+    def batch(self):
+        """An :class:`IndexBatch` for the entries of one batch of requests."""
+        return IndexBatch(self)
 
     def query_offset(self, topic, key, max_num, begin, end):
         """``queryOffset``: ``(offsets, last update timestamp, last update phy offset)``."""

@@ -1,7 +1,8 @@
 """The store's C speedups (``rmqproto.codec._speedups``) against their Python twins: dispatch
 requests of decoded fields (reference §3.2, §3.7), index entries of requests (§3.8),
 consume-queue runs and their units written into a queue's file (§3.7) and the checks of
-one message (``check_message_record``, ``check_usual_message``, §3.2), on edge cases and random inputs; then that
+one message (``check_message_record``, ``check_usual_message``, §3.2), the reput of usual
+records straight from their bytes (``dispatch_usual_records``), on edge cases and random inputs; then that
 they do not leak.
 The codec's C functions: ``test_speedups``."""
 
@@ -12,7 +13,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqproto.codec import message as m
+from rmqproto.codec.indexfile import PackedEntries
 from rmqproto.codec.native import speedups
+from rmqproto.errors import CodecError
 from rmqproto.store import commitlog, consumequeue, dispatch
 from rmqproto.store.indexservice import index_entries, python_index_entries
 from support.recordstrategies import HOSTS, INT32, INT64, PROPERTY_TEXT, properties
@@ -250,6 +253,76 @@ def test_put_unit_run_edge_cases(tmp_path):
         speedups.put_unit_run(buffer, 20, 0, iter(continuing), 1, 10)
 
 
+# ---------------------------------------------------------------- dispatch_usual_records
+
+_usual_records = st.lists(st.tuples(_TOPIC_NAMES, st.integers(0, 70), st.sampled_from([1, 1, 0, 2]),
+                                    _properties, _SYS_FLAGS.map(lambda f: f & ~0x30), HOSTS),
+                          max_size=40)
+
+
+def _commit_log(records, damage):
+    """Records at offsets from 0, logical offsets mostly one after another by queue; then
+    the bytes of ``damage`` ((position, byte) pairs) written over them."""
+    data = bytearray()
+    next_cq = {}
+    for i, (topic, queue_id, step, props, sys_flag, host) in enumerate(records):
+        cq_offset = next_cq.get((topic, queue_id), 0)
+        try:
+            data += m.encode_record(m.MessageRecord(
+                topic, b"b", props, queue_id=queue_id, queue_offset=cq_offset,
+                commit_log_offset=len(data), sys_flag=sys_flag, born_host=host,
+                store_host=("10.0.0.2", 2), store_timestamp=1000 + i))
+        except CodecError:  # a lone surrogate has no UTF-8
+            continue
+        next_cq[topic, queue_id] = cq_offset + step
+    for position, byte in damage:
+        if data:
+            data[position % len(data)] = byte
+    return bytes(data)
+
+
+def _python_dispatch(buffer, position, end, end_phy_offset, schedule_table):
+    """What the Python twins make of the records from ``position`` to ``end``."""
+    scan = m.iter_dispatch_fields(buffer, position)
+    fields = []
+    while scan.position < end:
+        record = scan._step()
+        assert record is not None, "C took a record Python refuses (%s)" % scan.error
+        fields.append(record)
+    assert scan.position == end
+    requests = dispatch.python_requests_of_fields(fields, schedule_table)
+    runs, store_timestamp = dispatch.python_consume_queue_runs(requests)
+    entries, rolls = python_index_entries(requests, lambda: end_phy_offset, _ROLLBACK)
+    return runs, entries, rolls, store_timestamp
+
+
+@settings(max_examples=300, deadline=None)
+@given(_usual_records, st.lists(st.tuples(INT32, st.integers(0, 255)), max_size=2),
+       st.integers(0, 400), st.integers(0, 200), st.integers(1, 60), st.integers(0, 1200))
+def test_dispatch_usual_records_makes_what_the_python_twins_make(
+        records, damage, start, stop_at, max_count, end_phy_offset):
+    buffer = _commit_log(records, damage)
+    starts = [0]
+    for _ in records:  # a record's start, from those before it
+        if starts[-1] + 4 > len(buffer):
+            break
+        starts.append(starts[-1] + max(int.from_bytes(buffer[starts[-1]:starts[-1] + 4], "big"),
+                                       1))
+    position = starts[start % len(starts)] if start < 300 else start
+    end, runs, entries, rolls, store_timestamp = speedups.dispatch_usual_records(
+        buffer, position, position + stop_at, max_count, _SCHEDULE.encode(),
+        lambda: end_phy_offset, _ROLLBACK)
+    assert end == position or position < end <= len(buffer)
+    expected = _python_dispatch(buffer, position, end, end_phy_offset, {})
+    got_runs = {(topic, queue_id): [unit + (cq_offset + i,) for i, unit
+                                    in enumerate(consumequeue._UNIT.iter_unpack(units))]
+                for topic, queue_id, cq_offset, units in runs}
+    packed = PackedEntries(entries)
+    assert (got_runs, [packed[i] for i in range(len(packed))], rolls, store_timestamp) == (
+        expected[0], [tuple(entry) for entry in expected[1]], expected[2], expected[3])
+    assert len(runs) <= 64
+
+
 # ---------------------------------------------------------------- check_message_record
 
 _LONGEST = m.MAX_PROPERTIES_LENGTH - 2
@@ -423,6 +496,19 @@ def _unit_run_call(i):
     _outcome(speedups.put_unit_run, buffer, 20, "x", units, 0, 0)
 
 
+def _dispatch_usual_call(i):
+    records = b"".join(m.encode_record(m.MessageRecord(
+        "T%d" % (i % 3), b"b", {"TAGS": "t", "KEYS": "k%d k" % i, "UNIQ_KEY": "U%d" % i},
+        queue_id=q, queue_offset=i, born_host=("10.0.0.1", 1), store_host=("10.0.0.2", 2)))
+        for q in range(3))
+    speedups.dispatch_usual_records(records, 0, len(records), 99, _SCHEDULE.encode(),
+                                    lambda: i % 5, _ROLLBACK)
+    speedups.dispatch_usual_records(records, 0, len(records), 99, b"T0", None, _ROLLBACK)
+    speedups.put_index_hashes(bytearray(4000), bytes(40), 0, 9, 5, 1, 0, 0, 0)
+    _outcome(speedups.dispatch_usual_records, records, 0, 99, 9, b"S", lambda: 1 / 0, 12)
+    _outcome(speedups.dispatch_usual_records, records, 0, 99, 9, b"S", lambda: "x", 12)
+
+
 def _check_message_call(i):
     record = m.MessageRecord("T%d" % (i % 3), b"b%d" % i, {"K": "é%d" % i, "N": None},
                              body_crc=0)
@@ -447,7 +533,8 @@ def _usual_message_call(i):
 
 
 @pytest.mark.parametrize("call", [_requests_call, _entries_call, _runs_call, _unit_run_call,
-                                  _check_message_call, _usual_message_call])
+                                  _dispatch_usual_call, _check_message_call,
+                                  _usual_message_call])
 def test_no_memory_grows(call):
     assert _growth(call) < 16 * 1024
 

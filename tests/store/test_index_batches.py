@@ -23,7 +23,7 @@ class _ReferenceIndex(IndexService):
             if not request.uniq_key and not request.keys:
                 continue
             if f is None or f.index.is_write_full:
-                f = self._last_file()
+                f = self.last_file()
             if (request.commit_log_offset < f.index.end_phy_offset
                     or msg.transaction_type(request.sys_flag) == msg.TRANSACTION_ROLLBACK_TYPE):
                 continue
@@ -32,7 +32,7 @@ class _ReferenceIndex(IndexService):
             for key in keys:
                 while not f.index.put_key(build_key(request.topic, key),
                                           request.commit_log_offset, request.store_timestamp):
-                    f = self._last_file()
+                    f = self.last_file()
 
 
 def _request(topic, offset, timestamp, keys, uniq_key, sys_flag):
