@@ -7,7 +7,7 @@ Three parts, all under one temporary directory that is removed at the end:
    sequential file writes (``write`` and ``mmap``, page cache and disk), and ``mmap``
    writes after ``limits.COLD_IDLE_SECONDS`` idle (the cold first touch a catch-up
    slave's new segment meets on a virtual machine), and after the same idle loopback TCP
-   in 32 KiB writes read straight into a new file through ``mmap``: a slave's floor, the
+   in 32 KiB writes copied into a new file through ``mmap`` as read: a slave's floor, the
    least a catch-up slave on one core does before it parses a record;
 2. **catch-up**: our master and a Java master (ASYNC_MASTER, ASYNC_FLUSH, 1 GiB commit-log
    segments, one NameServer) are filled with the same MEGABYTES of 1 KiB messages; then for
@@ -344,7 +344,7 @@ def limits_table(figures, markdown):
                  ["file %s, until fsync/msync returns" % name, "%.0f" % synced]]
     rows.append(["file mmap, into the page cache after %d s idle (cold first touch)"
                  % limits.COLD_IDLE_SECONDS, "%.0f" % figures["mmap_cold"]])
-    rows.append(["loopback TCP, 32 KiB writes, read into a new file through mmap after %d s "
+    rows.append(["loopback TCP, 32 KiB writes, copied into a new file through mmap after %d s "
                  "idle (a slave's floor)" % limits.COLD_IDLE_SECONDS,
                  "%.0f" % figures["slave_floor"]])
     rows.append(["our path in one process: master sends (CPU-bound, one core)",

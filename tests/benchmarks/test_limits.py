@@ -19,7 +19,7 @@ def test_every_measure_runs_and_leaves_no_file(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 13, done.stdout
-    assert any(line.startswith("loopback TCP, 32 KiB writes, received into a new file")
+    assert any(line.startswith("loopback TCP, 32 KiB writes, copied into a new file")
                for line in lines)
     floors = [line for line in lines if line.startswith("remoting floor")]
     assert len(floors) == 6 and all(re.search(r"\d+ requests/s", line) for line in floors)
