@@ -1024,10 +1024,10 @@ PyDoc_STRVAR(dispatch_usual_records_doc,
 "order first seen, units its 20-byte consume-queue units packed back to back; entries:\n"
 "the index entries packed as PackedEntries packs them; rolls and store_timestamp as\n"
 "index_entries and consume_queue_runs give them.  It takes at most max_count records\n"
-"(65536 at most) and stops before a record that is not a\n"
-"usual one, is of schedule_topic (bytes) or has a topic, TAGS, KEYS or UNIQ_KEY that is\n"
-"not ASCII, whose consumable unit does not follow its queue's last one of this call or\n"
-"would be the unit of a queue beyond the 64th: the caller takes that record its own way.");
+"(65536 at most) and stops before a record that is not a usual one, is of schedule_topic\n"
+"(bytes) or has a topic, TAGS, KEYS or UNIQ_KEY that is not ASCII, whose consumable\n"
+"unit does not follow its queue's last one of this call or would be the unit of a queue\n"
+"beyond the 64th: the caller takes that record its own way.");
 
 static PyObject *
 dispatch_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
