@@ -58,7 +58,11 @@ else:
 
 
 def install():
-    """Install :class:`LeanEPollReactor` as the global reactor (where there is epoll)."""
+    """Install :class:`LeanEPollReactor` as the global reactor; ImportError where this
+    platform has no epoll."""
+    if LeanEPollReactor is None:
+        raise ImportError("the lean event loop needs epoll, which this platform lacks "
+                          "(install_default leaves the reactor to Twisted there)")
     from twisted.internet.main import installReactor
     installReactor(LeanEPollReactor())
 

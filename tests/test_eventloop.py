@@ -104,6 +104,15 @@ def test_install_default_installs_it_only_when_no_reactor_was_chosen():
     ) == ["False", "EPollReactor"]
 
 
+def test_without_epoll_install_says_so_and_install_default_leaves_the_reactor():
+    assert _reactor_after(
+        "from rmqproto import eventloop; eventloop.LeanEPollReactor = None\n"
+        "try:\n    eventloop.install()\nexcept ImportError as e:\n    print('epoll' in str(e))\n"
+        "print(eventloop.install_default())\n"
+        "import sys; print('twisted.internet.reactor' in sys.modules)"
+    ) == ["True", "False", "False"]
+
+
 def test_twistd_runs_the_services_on_it(tmp_path):
     daemon, _ = start_nameserver(tmp_path)
     daemon.stop()
