@@ -192,18 +192,24 @@ failed:
     return NULL;
 }
 
+/* h continued over n one-byte code units (Latin-1 text, ASCII bytes): Java's
+ * String.hashCode step. */
+static uint32_t
+hash_bytes(uint32_t h, const unsigned char *p, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = 31 * h + p[i];
+    return h;
+}
+
 /* h continued over the UTF-16 code units of text[start:end]. */
 static uint32_t
 hash_continued(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end)
 {
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    if (kind == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *units = data;
-        for (Py_ssize_t i = start; i < end; i++)
-            h = 31 * h + units[i];
-        return h;
-    }
+    if (kind == PyUnicode_1BYTE_KIND)
+        return hash_bytes(h, (const Py_UCS1 *)data + start, end - start);
     for (Py_ssize_t i = start; i < end; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c > 0xFFFF) {
@@ -896,15 +902,6 @@ all_ascii(Span span)
     return any < 0x80;
 }
 
-/* h continued over ASCII bytes: Java's String.hashCode step, one byte a code unit. */
-static uint32_t
-hash_ascii(uint32_t h, const unsigned char *p, Py_ssize_t n)
-{
-    for (Py_ssize_t i = 0; i < n; i++)
-        h = 31 * h + p[i];
-    return h;
-}
-
 static int
 same_span(Span a, Span b)
 {
@@ -967,14 +964,14 @@ static int
 pack_record_entries(PackedOut *out, uint32_t prefix, Span uniq, Span keys, int64_t offset,
                     int64_t timestamp)
 {
-    if (uniq.length && pack_entry(out, hash_ascii(prefix, uniq.p, uniq.length), offset,
+    if (uniq.length && pack_entry(out, hash_bytes(prefix, uniq.p, uniq.length), offset,
                                   timestamp) < 0)
         return -1;
     Py_ssize_t start = 0;
     for (Py_ssize_t j = 0; j <= keys.length; j++) {
         if (j < keys.length && keys.p[j] != ' ')
             continue;
-        if (j > start && pack_entry(out, hash_ascii(prefix, keys.p + start, j - start),
+        if (j > start && pack_entry(out, hash_bytes(prefix, keys.p + start, j - start),
                                     offset, timestamp) < 0)
             return -1;
         start = j + 1;
@@ -1115,7 +1112,7 @@ dispatch_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             if (offset >= end_phy_offset && (at.sys_flag & rollback) != rollback) {
                 if (!same_span(topic, prefix_topic)) {
                     prefix_topic = topic;
-                    prefix = 31 * hash_ascii(0, topic.p, topic.length) + '#';
+                    prefix = 31 * hash_bytes(0, topic.p, topic.length) + '#';
                 }
                 Py_ssize_t before = entries.length;
                 if (pack_record_entries(&entries, prefix, uniq, keys, offset, timestamp) < 0)
@@ -1134,7 +1131,7 @@ dispatch_usual_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             unsigned char *p = units + unit_count * CQ_UNIT_SIZE;
             write_long(p, offset);
             write_int(p + 8, (int32_t)at.total);
-            write_long(p + 12, (int32_t)(tags.length ? hash_ascii(0, tags.p, tags.length) : 0));
+            write_long(p + 12, (int32_t)(tags.length ? hash_bytes(0, tags.p, tags.length) : 0));
             queue_of[unit_count++] = (unsigned char)q;
             runs[q].next_cq_offset++;
             runs[q].count++;

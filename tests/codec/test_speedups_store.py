@@ -284,11 +284,11 @@ def _commit_log(records, damage):
 def _python_dispatch(buffer, position, end, end_phy_offset, schedule_table):
     """What the Python twins make of the records from ``position`` to ``end``."""
     scan = m.iter_dispatch_fields(buffer, position)
+    records = iter(scan)
     fields = []
     while scan.position < end:
-        record = scan._step()
-        assert record is not None, "C took a record Python refuses (%s)" % scan.error
-        fields.append(record)
+        fields.append(next(records, None))
+        assert fields[-1] is not None, "C took a record Python refuses (%s)" % scan.error
     assert scan.position == end
     requests = dispatch.python_requests_of_fields(fields, schedule_table)
     runs, store_timestamp = dispatch.python_consume_queue_runs(requests)
