@@ -12,7 +12,7 @@ from rmqproto.config import ConfigError, Setting, Settings, at_least, in_range
 from rmqproto.broker.topicconfig import MAX_QUEUE_NUMS
 from rmqproto.store.config import STORE_SETTINGS
 
-__all__ = ["BROKER_SETTINGS", "SETTINGS", "MASTER_ID", "local_address", "apply_startup_rules",
+__all__ = ["BROKER_SETTINGS", "JAVA_ONLY_SETTINGS", "SETTINGS", "MASTER_ID", "local_address", "apply_startup_rules",
            "broker_addr", "vip_port", "ha_server_addr", "store_host", "namesrv_addresses", "is_slave"]
 
 #: ``MixAll.MASTER_ID``.
@@ -91,8 +91,109 @@ BROKER_SETTINGS = Settings(
     Setting("serverChannelMaxIdleTimeSeconds", 120, "seconds after which an idle connection is closed"),
 )
 
+def _unused(name, default, what):
+    """A Java setting ``getBrokerConfig`` lists that this broker accepts and does not act on."""
+    return Setting(name, default, "%s (accepted, not acted on)" % what)
+
+
+#: The rest of what Java's ``getBrokerConfig`` lists (``BrokerConfig``, ``NettyServerConfig``,
+#: ``NettyClientConfig``, ``MessageStoreConfig`` of 4.9.7), with Java's defaults; docs/broker.md
+#: says why none of them changes what this broker does.
+JAVA_ONLY_SETTINGS = Settings(
+    # BrokerConfig: thread pools and queues of Java's executors
+    _unused("processReplyMessageThreadPoolNums", 16 + _CPUS * 2, "reply threads"),
+    _unused("endTransactionThreadPoolNums", max(8 + _CPUS * 2, min(_CPUS, 4) * 4),
+            "end-transaction threads"),
+    _unused("putThreadPoolQueueCapacity", 10000, "put queue capacity"),
+    _unused("replyThreadPoolQueueCapacity", 10000, "reply queue capacity"),
+    _unused("clientManagerThreadPoolQueueCapacity", 1000000, "client-manager queue capacity"),
+    _unused("consumerManagerThreadPoolQueueCapacity", 1000000, "consumer-manager queue capacity"),
+    _unused("heartbeatThreadPoolQueueCapacity", 50000, "heartbeat queue capacity"),
+    _unused("waitTimeMillsInSendQueue", 200, "ms a send may wait in Java's queue"),
+    _unused("waitTimeMillsInPullQueue", 5000, "ms a pull may wait in Java's queue"),
+    _unused("waitTimeMillsInHeartbeatQueue", 31000, "ms a heartbeat may wait in Java's queue"),
+    _unused("waitTimeMillsInTransactionQueue", 3000, "ms an end-transaction may wait in Java's queue"),
+    _unused("brokerFastFailureEnable", True, "fast failure of requests queued too long"),
+    # BrokerConfig: features of Java's broker this one does not have
+    _unused("fetchNamesrvAddrByAddressServer", False, "NameServer addresses from an address server"),
+    _unused("filterServerNums", 0, "filter servers"),
+    _unused("filterDataCleanTimeSpan", 86400000, "ms before filter data is cleaned"),
+    _unused("filterSupportRetry", False, "filters applied to retry topics"),
+    _unused("enablePropertyFilter", False, "SQL92 property filters"),
+    _unused("enableCalcFilterBitMap", False, "filter bit maps"),
+    _unused("expectConsumerNumUseFilter", 32, "consumers per filter bit map"),
+    _unused("maxErrorRateOfBloomFilter", 20, "bloom filter error rate, percent"),
+    _unused("commercialEnable", True, "commercial statistics"),
+    _unused("commercialTimerCount", 1, "commercial statistics"),
+    _unused("commercialTransCount", 1, "commercial statistics"),
+    _unused("commercialBigCount", 1, "commercial statistics"),
+    _unused("commercialBaseCount", 1, "commercial statistics"),
+    _unused("enableDetailStat", True, "detailed statistics"),
+    _unused("autoDeleteUnusedStats", False, "removal of unused statistics"),
+    _unused("disableConsumeIfConsumerReadSlowly", False, "consumer fall-behind protection"),
+    _unused("consumerFallbehindThreshold", 17179869184, "bytes a consumer may fall behind"),
+    _unused("flushConsumerOffsetHistoryInterval", 60000, "ms between offset history flushes"),
+    _unused("highSpeedMode", False, "Java's high-speed mode"),
+    _unused("isolateLogEnable", False, "per-broker log isolation"),
+    _unused("enableScheduleAsyncDeliver", False, "asynchronous delivery of delayed messages"),
+    _unused("scheduleAsyncDeliverMaxPendingLimit", 2000, "pending asynchronous deliveries"),
+    _unused("scheduleAsyncDeliverMaxResendNum2Blocked", 3, "resends before delivery blocks"),
+    _unused("enableScheduleMessageStats", True, "statistics of delayed messages"),
+    _unused("useTLS", False, "TLS to the NameServers (NettyClientConfig)"),
+    # NettyServerConfig and NettyClientConfig: Netty's threads, pools and buffers
+    _unused("serverWorkerThreads", 8, "Netty worker threads"),
+    _unused("serverCallbackExecutorThreads", 0, "Netty callback threads"),
+    _unused("serverSelectorThreads", 3, "Netty selector threads"),
+    _unused("serverOnewaySemaphoreValue", 256, "oneway requests in flight"),
+    _unused("serverAsyncSemaphoreValue", 64, "asynchronous requests in flight"),
+    _unused("serverSocketSndBufSize", 0, "SO_SNDBUF of accepted sockets (0: the system's)"),
+    _unused("serverSocketRcvBufSize", 0, "SO_RCVBUF of accepted sockets (0: the system's)"),
+    _unused("serverSocketBacklog", 1024, "listen backlog"),
+    _unused("writeBufferHighWaterMark", 0, "Netty write-buffer high water mark"),
+    _unused("writeBufferLowWaterMark", 0, "Netty write-buffer low water mark"),
+    _unused("serverPooledByteBufAllocatorEnable", True, "Netty pooled buffers"),
+    _unused("useEpollNativeSelector", False, "Netty's native epoll (this broker always uses epoll)"),
+    _unused("clientWorkerThreads", 4, "Netty client worker threads"),
+    _unused("clientCallbackExecutorThreads", _CPUS, "Netty client callback threads"),
+    _unused("clientOnewaySemaphoreValue", 65535, "client oneway requests in flight"),
+    _unused("clientAsyncSemaphoreValue", 65535, "client asynchronous requests in flight"),
+    _unused("connectTimeoutMillis", 3000, "ms to connect to a NameServer or master"),
+    _unused("channelNotActiveInterval", 60000, "ms before an inactive client channel is dropped"),
+    _unused("clientChannelMaxIdleTimeSeconds", 120, "seconds before an idle client channel closes"),
+    _unused("clientSocketSndBufSize", 0, "SO_SNDBUF of client sockets"),
+    _unused("clientSocketRcvBufSize", 0, "SO_RCVBUF of client sockets"),
+    _unused("clientPooledByteBufAllocatorEnable", False, "Netty pooled client buffers"),
+    _unused("clientCloseSocketIfTimeout", True, "close a client socket after a timeout"),
+    # MessageStoreConfig: Java store features and tuning this store does not have
+    _unused("transientStorePoolEnable", False, "off-heap write buffers"),
+    _unused("transientStorePoolSize", 5, "off-heap write buffers"),
+    _unused("fastFailIfNoBufferInStorePool", False, "off-heap write buffers"),
+    _unused("commitIntervalCommitLog", 200, "ms between commits of off-heap buffers"),
+    _unused("commitCommitLogLeastPages", 4, "pages per commit of off-heap buffers"),
+    _unused("commitCommitLogThoroughInterval", 200, "ms between thorough commits"),
+    _unused("useReentrantLockWhenPutMessage", True, "Java's put lock kind"),
+    _unused("warmMapedFileEnable", False, "pre-touching new segments"),
+    _unused("flushLeastPagesWhenWarmMapedFile", 4096, "pages flushed while pre-touching"),
+    _unused("enableConsumeQueueExt", False, "consume-queue extension files"),
+    _unused("mappedFileSizeConsumeQueueExt", 50331648, "consume-queue extension files"),
+    _unused("bitMapLengthConsumeQueueExt", 112, "consume-queue extension files"),
+    _unused("putMsgIndexHightWater", 600000, "index dispatch high water"),
+    _unused("maxDelayTime", 40, "ms of Java's put-latency statistics"),
+    _unused("transferMsgByHeap", True, "pull answers copied on the heap"),
+    _unused("redeleteHangedFileInterval", 120000, "ms before a hung file delete is retried"),
+    _unused("diskFallRecorded", True, "consumer fall-behind statistics"),
+    _unused("duplicationEnable", False, "duplication of a commit log into another"),
+    _unused("debugLockEnable", False, "lock debugging"),
+    _unused("enableMultiDispatch", False, "light message queues (LMQ)"),
+    _unused("enableLmq", False, "light message queues (LMQ)"),
+    _unused("maxLmqConsumeQueueNum", 20000, "light message queues (LMQ)"),
+    _unused("enableDLegerCommitLog", False, "a DLedger commit log (not built yet)"),
+    _unused("isEnableBatchPush", False, "DLedger batch push (not built yet)"),
+)
+
 #: Every setting a ``broker.conf`` may hold: the broker's and the store's.
-SETTINGS = Settings(*BROKER_SETTINGS.by_name.values(), *STORE_SETTINGS.by_name.values())
+SETTINGS = Settings(*BROKER_SETTINGS.by_name.values(), *STORE_SETTINGS.by_name.values(),
+                    *JAVA_ONLY_SETTINGS.by_name.values())
 
 
 def apply_startup_rules(config):

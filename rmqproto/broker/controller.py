@@ -56,9 +56,13 @@ def _optional(module, name):
 class BrokerController:
     """Everything one broker is made of; :meth:`start` and :meth:`shutdown` run it."""
 
-    def __init__(self, config, reactor, store=None):
+    def __init__(self, config, reactor, store=None, config_file=None):
         self.config = config
         self.reactor = reactor
+        #: Where UPDATE_BROKER_CONFIG saves the settings: the ``-c`` file, as Java's
+        #: ``BrokerPathConfigHelper.brokerConfigPath``; without one
+        #: ``<storePathRootDir>/config/broker.properties`` (Java: ``~/store/config/…``).
+        self.config_file = config_file or config_path(config, "broker.properties")
         self.store = store if store is not None else create_store(config, reactor)
         self.topic_config_manager = TopicConfigManager(
             config, reactor, topic_config_path(config["storePathRootDir"]))

@@ -10,7 +10,7 @@ import re
 
 from rmqproto.errors import CodecError
 
-__all__ = ["parse_properties", "load_properties", "dump_properties"]
+__all__ = ["parse_properties", "load_properties", "dump_properties", "java_text"]
 
 _WS = " \t\f"
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
@@ -107,7 +107,16 @@ def _utf16_units(ch):
     return [(data[i] << 8) | data[i + 1] for i in range(0, len(data), 2)]
 
 
+def java_text(value):
+    """``String.valueOf(value)`` as Java prints a setting: booleans as ``true``/``false``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def dump_properties(values):
-    """Properties text for ``values`` (``key=value`` lines, escaped as ``Properties.store``)."""
-    return "".join("%s=%s\n" % (_escape(str(k), True), _escape(str(v), False))
-                   for k, v in values.items())
+    """Properties text for ``values`` (``key=value`` lines, values as Java prints them,
+    escaped as ``Properties.store``); None values are left out, as ``MixAll.properties2String``
+    leaves out Java's nulls."""
+    return "".join("%s=%s\n" % (_escape(str(k), True), _escape(java_text(v), False))
+                   for k, v in values.items() if v is not None)

@@ -92,7 +92,11 @@ class Settings:
     """A named collection of :class:`Setting` declarations."""
 
     def __init__(self, *settings):
-        self.by_name = {s.name: s for s in settings}
+        self.by_name = {}
+        for setting in settings:
+            if setting.name in self.by_name:
+                raise ValueError("setting %s is declared twice" % setting.name)
+            self.by_name[setting.name] = setting
 
     def resolve(self, *sources):
         """Typed values: defaults, then each mapping of ``sources`` in turn (later wins).

@@ -26,13 +26,13 @@ log = Logger()
 class BrokerService(service.MultiService):
     """A :class:`~rmqproto.broker.controller.BrokerController` served on ``listenPort``."""
 
-    def __init__(self, config, reactor=None, store=None):
+    def __init__(self, config, reactor=None, store=None, config_file=None):
         super().__init__()
         if reactor is None:
             from twisted.internet import reactor
         self.config = config
         self.reactor = reactor
-        self.controller = BrokerController(config, reactor, store)
+        self.controller = BrokerController(config, reactor, store, config_file)
         self.factory = RemotingFactory(self.controller.dispatcher, reactor)
         self.listener = internet.TCPServer(config["listenPort"], self.factory,
                                            interface=config["bindAddress"], reactor=reactor)
@@ -100,4 +100,4 @@ def makeService(options):
         apply_startup_rules(config)
     except ConfigError as exc:
         raise SystemExit(str(exc))
-    return BrokerService(config)
+    return BrokerService(config, config_file=options["configFile"])

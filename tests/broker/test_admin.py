@@ -1,5 +1,7 @@
 """Topic administration, broker information and queries (reference §2.3), on an in-memory store."""
 
+import os
+
 import pytest
 
 from rmqproto.codec import headers as h
@@ -149,3 +151,51 @@ def test_broker_config(broker):
     settings = parse_properties(answer.body.decode())
     assert settings["brokerName"] == "broker-a" and settings["listenPort"] == "10911"
     assert settings["haListenPort"] == "10912" and settings["flushDiskType"] == "ASYNC_FLUSH"
+
+
+def test_broker_config_prints_values_as_java(broker):
+    settings = parse_properties(call(broker, RC.GET_BROKER_CONFIG).body.decode())
+    assert settings["autoCreateTopicEnable"] == "true" and settings["traceTopicEnable"] == "false"
+    assert settings["serverSocketBacklog"] == "1024"  # a Java key listed though not acted on
+
+
+def update_config(broker, **values):
+    body = "".join("%s=%s\n" % item for item in values.items()).encode()
+    return call(broker, RC.UPDATE_BROKER_CONFIG, body=body)
+
+
+def test_update_broker_config_applies_and_saves(broker):
+    version = broker.config_data_version.counter
+    answer = update_config(broker, maxMessageSize="1024", autoCreateTopicEnable="false",
+                           noSuchSetting="x")
+    assert answer.code == R.SUCCESS
+    assert broker.config["maxMessageSize"] == 1024 and broker.config["autoCreateTopicEnable"] is False
+    assert broker.config_data_version.counter == version + 1
+    saved = parse_properties(open(broker.config_file, encoding="utf-8").read())
+    assert saved["maxMessageSize"] == "1024" and saved["autoCreateTopicEnable"] == "false"
+    assert "noSuchSetting" not in saved and "noSuchSetting" not in broker.config
+    shown = parse_properties(call(broker, RC.GET_BROKER_CONFIG).body.decode())
+    assert shown["maxMessageSize"] == "1024"
+
+
+def test_update_broker_config_refuses_a_bad_value_whole(broker):
+    answer = update_config(broker, maxMessageSize="1024", listenPort="many")
+    assert answer.code == R.SYSTEM_ERROR and "listenPort" in answer.remark
+    assert broker.config["maxMessageSize"] == 1024 * 1024 * 4
+    assert not os.path.exists(broker.config_file)
+
+
+def test_update_broker_permission_registers_at_once(broker):
+    registered = []
+    broker.registration.register_all = lambda **kw: registered.append(kw)
+    version = broker.topic_config_manager.data_version.counter
+    assert update_config(broker, brokerPermission="4").code == R.SUCCESS
+    assert registered and broker.topic_config_manager.data_version.counter == version + 1
+
+
+def test_update_broker_config_reports_a_file_it_cannot_save(broker, tmp_path):
+    broker.config_file = str(tmp_path / "missing-dir-is-a-file" / "broker.properties")
+    (tmp_path / "missing-dir-is-a-file").write_text("")
+    answer = update_config(broker, maxMessageSize="2048")
+    assert answer.code == R.SYSTEM_ERROR and "could not be saved" in answer.remark
+    assert broker.config["maxMessageSize"] == 2048

@@ -2,7 +2,7 @@
 ``AdminBrokerProcessor`` and ``QueryMessageProcessor`` do (reference §2.3).
 
 UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG,
-GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME,
+UPDATE_BROKER_CONFIG, GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME,
 GET_TOPIC_STATS_INFO, VIEW_MESSAGE_BY_ID, QUERY_MESSAGE and DELETE_EXPIRED_COMMITLOG.
 """
 
@@ -11,7 +11,7 @@ import shutil
 
 from twisted.logger import Logger
 
-from rmqproto.broker.config import is_slave
+from rmqproto.broker.config import SETTINGS, is_slave
 from rmqproto.broker.topicconfig import validate_queue_nums, validate_topic
 from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.client import MessageQueue
@@ -19,7 +19,9 @@ from rmqproto.codec.bodies.offsets import TopicOffset, TopicStatsTable
 from rmqproto.codec.bodies.route import KVTable
 from rmqproto.codec.bodies.topic import TopicConfig
 from rmqproto.codec.codes import CURRENT_VERSION, RequestCode as RC, ResponseCode as R, version_desc
-from rmqproto.config import dump_properties
+from rmqproto.broker.configfile import persist
+from rmqproto.config import ConfigError, dump_properties, parse_properties
+from rmqproto.errors import CodecError
 
 __all__ = ["AdminBrokerProcessor", "human_readable_byte_count", "UNIQUE_MSG_QUERY_FLAG"]
 
@@ -64,6 +66,7 @@ class AdminBrokerProcessor:
             RC.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RC.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
             RC.GET_BROKER_CONFIG: self.get_broker_config,
+            RC.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RC.GET_MAX_OFFSET: self.get_max_offset,
             RC.GET_MIN_OFFSET: self.get_min_offset,
             RC.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset_by_timestamp,
@@ -168,6 +171,39 @@ class AdminBrokerProcessor:
         ext = h.GetBrokerConfigResponseHeader(version=version).to_ext_fields(request.serialize_type)
         return request.response(R.SUCCESS, ext_fields=ext,
                                 body=dump_properties(self.config).encode("utf-8"))
+
+    def update_broker_config(self, request, context):
+        """``updateBrokerConfig``: the body's settings (properties text) replace the current
+        ones and the whole configuration is written to the broker's config file, as Java's
+        ``Configuration#update`` does. Names no setting has are ignored as Java ignores them;
+        unlike Java, a value its setting refuses fails the request and changes nothing.
+        A new ``brokerPermission`` is registered with the NameServers at once."""
+        log.info("updateBrokerConfig called by {peer}", peer=context.peer)
+        if not request.body:
+            return request.response(R.SUCCESS)
+        try:
+            given = parse_properties(request.body.decode("utf-8"))
+            changes = {name: SETTINGS.by_name[name].parse(text)
+                       for name, text in given.items() if name in SETTINGS.by_name}
+        except (UnicodeDecodeError, CodecError, ConfigError) as exc:
+            return request.response(R.SYSTEM_ERROR, remark="updateBrokerConfig refused: %s" % exc)
+        log.info("updateBrokerConfig, new config: {changes}", changes=changes)
+        self.config.update(changes)
+        controller = self.controller
+        controller.config_data_version = controller.config_data_version.next_version(
+            int(controller.reactor.seconds() * 1000))
+        if "brokerPermission" in changes:
+            manager = controller.topic_config_manager
+            manager.data_version = manager.data_version.next_version(manager.now())
+            controller.registration.register_all(oneway=True)
+        path = controller.config_file
+        try:
+            persist(path, dump_properties(self.config).encode("utf-8"))
+        except OSError as exc:
+            log.error("updateBrokerConfig could not save {path}: {error}", path=path, error=exc)
+            return request.response(R.SYSTEM_ERROR, remark="the settings apply now, but %s could "
+                                    "not be saved: %s" % (path, exc.strerror or exc))
+        return request.response(R.SUCCESS)
 
     # ------------------------------------------------------------ offsets
 
