@@ -47,7 +47,7 @@ del _power
 
 @lru_cache(maxsize=65536)
 def java_string_hash(text):
-    """Java ``String.hashCode()`` over UTF-16 code units, as a signed 32-bit int (reference §3.7).
+    """Java ``String.hashCode()`` over UTF-16 code units, as a signed 32-bit int (the tags code).
 
     Characters outside the BMP count as their two surrogate code units, exactly as in
     Java; lone surrogates (e.g. from ``surrogateescape``) are hashed as the unit they are.

@@ -244,7 +244,7 @@ class JsonBean:
         return cls(**kwargs)
 
     def to_json(self, standard=False):
-        """fastjson's bytes; ``standard`` adds BrowserCompatible and MapSortField (reference §2.4.2)."""
+        """fastjson's bytes; ``standard`` adds BrowserCompatible and MapSortField (``acceptStandardJsonOnly``)."""
         return fastjson.dumps(self.to_value(), browser_compatible=standard, sort_maps=standard)
 
     @classmethod
