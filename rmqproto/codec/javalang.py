@@ -103,5 +103,5 @@ _crc32 = speedups.crc32 if speedups is not None else zlib.crc32
 
 
 def masked_crc32(data):
-    """``UtilAll.crc32``: IEEE CRC32 with the top bit cleared (reference "Conventions")."""
+    """``UtilAll.crc32``: IEEE CRC32 with the top bit cleared."""
     return _crc32(data) & 0x7FFFFFFF

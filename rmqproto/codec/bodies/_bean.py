@@ -3,7 +3,7 @@
 A body class is declared with :func:`json_bean` and fields made by :func:`member`;
 the declarations give the encoder (fastjson's layout: members in alphabetical
 order of their Java names, ``None`` left out) and a strict decoder that raises only
-:class:`~rmqproto.errors.CodecError` (reference "Conventions").
+:class:`~rmqproto.errors.CodecError` (``docs/codecs/bodies.md``).
 """
 
 import dataclasses
