@@ -1,4 +1,4 @@
-"""Master/slave replication (reference §4): our pair (``twistd rmq-master`` + ``twistd
+"""Master/slave replication (``docs/ha.md``): our pair (``twistd rmq-master`` + ``twistd
 rmq-slave``) against a pair of Apache RocketMQ 4.9.7 Java brokers, in one run.
 
 Three parts, all under one temporary directory that is removed at the end:

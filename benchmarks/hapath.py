@@ -1,4 +1,4 @@
-"""Our replication path in one process, without sockets (reference §4.2): the CPU a megabyte
+"""Our replication path in one process, without sockets (``docs/ha.md``): the CPU a megabyte
 of commit log costs the master to send and the slave to append and dispatch, and where it
 goes.
 

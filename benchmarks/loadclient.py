@@ -34,7 +34,7 @@ from rmqproto.codec.message import (
     Message, encode_batch, iter_records, properties_to_string)
 from rmqproto.remoting import RemotingClient
 
-#: PullSysFlag bits a push consumer sets: suspend (long polling) and subscription (§2.3).
+#: PullSysFlag bits a push consumer sets: suspend (long polling) and subscription (Java ``PullSysFlag``).
 PULL_SYS_FLAG = 0x2 | 0x4
 PULL_BATCH = 32
 REQUEST_TIMEOUT = 3.0

@@ -1,4 +1,4 @@
-"""One HA slave driven by a scripted master (reference §4.2): what a replicated record costs
+"""One HA slave driven by a scripted master (``docs/ha-slave.md``): what a replicated record costs
 the slave, our ``twistd rmq-slave`` against an Apache RocketMQ 4.9.7 Java slave in the same
 run, beside a floor.
 

@@ -14,11 +14,11 @@ class TruncatedError(CodecError):
 
 
 class FrameTooLargeError(CodecError):
-    """A remoting frame announces more bytes than the frame limit (reference §1.1)."""
+    """A remoting frame announces more bytes than the frame limit (``NettyDecoder``)."""
 
 
 class BadHeaderLengthError(CodecError):
-    """A remoting frame's header length does not fit inside the frame (reference §1.1)."""
+    """A remoting frame's header length does not fit inside the frame (``RemotingCommand#decode``)."""
 
 
 class MalformedHeaderError(CodecError):
@@ -26,7 +26,7 @@ class MalformedHeaderError(CodecError):
 
 
 class MissingFieldError(CodecError):
-    """A required (@CFNotNull) custom-header field is absent (reference §1.7)."""
+    """A required (@CFNotNull) custom-header field is absent (``RemotingCommand#decodeCommandCustomHeader``)."""
 
 
 class BadMagicError(CodecError):

@@ -1,2 +1,2 @@
 """The broker: topic table, NameServer registration, send path, administration and the
-consume side, composed by :class:`~rmqproto.broker.controller.BrokerController` (reference §2.3)."""
+consume side, composed by :class:`~rmqproto.broker.controller.BrokerController`."""

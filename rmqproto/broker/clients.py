@@ -1,5 +1,5 @@
 """Producer and consumer groups seen by the broker: Java's ``ProducerManager``,
-``ConsumerManager``, ``ConsumerGroupInfo`` and ``ClientHousekeepingService`` (reference §2.3, §2.4.4, §6).
+``ConsumerManager``, ``ConsumerGroupInfo`` and ``ClientHousekeepingService``.
 
 HEART_BEAT registers a client's connection in each of its producer and consumer groups
 (consumers with their subscriptions, which pulls without the SUBSCRIPTION flag use);

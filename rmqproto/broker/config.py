@@ -1,5 +1,5 @@
 """The broker's settings: ``BrokerConfig`` and ``NettyServerConfig`` property names and defaults,
-merged with the store's ``MessageStoreConfig`` (reference §2.3, §4.1, §6).
+merged with the store's ``MessageStoreConfig`` (Java ``BrokerStartup``).
 
 One Java ``broker.conf`` sets all of them; :func:`apply_startup_rules` then applies what
 Java's ``BrokerStartup`` forces after reading the file (master id 0, HA port = listenPort + 1).
@@ -198,7 +198,7 @@ SETTINGS = Settings(*BROKER_SETTINGS.by_name.values(), *STORE_SETTINGS.by_name.v
 
 def apply_startup_rules(config):
     """What ``BrokerStartup`` forces after loading the file: masters get id 0, a slave needs
-    an id > 0, and the HA port is always listenPort + 1 (reference §4.1). Changes ``config``;
+    an id > 0, and the HA port is always listenPort + 1 (``BrokerStartup``). Changes ``config``;
     raises ConfigError for a value its setting refuses."""
     SETTINGS.validate(config)
     if config["brokerRole"] == "SLAVE":
@@ -230,7 +230,7 @@ def ha_server_addr(config):
 
 
 def store_host(config):
-    """The store host of every record this broker writes: ``(brokerIP1, listenPort)`` (§2.3)."""
+    """The store host of every record this broker writes: ``(brokerIP1, listenPort)`` (``getStoreHost``)."""
     return config["brokerIP1"], config["listenPort"]
 
 

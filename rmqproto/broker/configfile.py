@@ -1,7 +1,7 @@
 """The broker's JSON config files, read and written as Java's ``ConfigManager`` does.
 
 ``config/topics.json``, ``config/consumerOffset.json``, ``config/subscriptionGroup.json``,
-``config/delayOffset.json`` (reference §2.3, §3.1): :func:`persist` writes ``<file>.tmp``,
+``config/delayOffset.json`` (``ConfigManager#persist``): :func:`persist` writes ``<file>.tmp``,
 copies the previous content to ``<file>.bak``, then renames the temporary file over the
 file; :func:`load` falls back to the ``.bak`` copy when the file is missing, empty or
 does not decode.

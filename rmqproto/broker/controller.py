@@ -1,4 +1,4 @@
-"""One broker's parts wired together: Java's ``BrokerController`` (reference §2.3, §6).
+"""One broker's parts wired together: Java's ``BrokerController``.
 
 ``BrokerController(config, reactor)`` holds the settings dict (``config``, Java property
 names), the ``reactor``, the message ``store``, the ``topic_config_manager``, the request

@@ -1,4 +1,4 @@
-"""Long polling: Java's ``PullRequestHoldService`` (reference §2.3, PULL_MESSAGE).
+"""Long polling: Java's ``PullRequestHoldService``.
 
 A pull that finds nothing (PULL_NOT_FOUND) with the SUSPEND flag is parked here for its
 ``suspendTimeoutMillis`` (``shortPollingTimeMills`` when ``longPollingEnable`` is false).

@@ -1,4 +1,4 @@
-"""Consumer offsets: Java's ``ConsumerOffsetManager`` and ``config/consumerOffset.json`` (reference §2.3).
+"""Consumer offsets: Java's ``ConsumerOffsetManager`` and ``config/consumerOffset.json``.
 
 The table is ``{"<topic>@<group>": {queueId: offset}}``; QUERY/UPDATE_CONSUMER_OFFSET and
 pulls with the COMMIT_OFFSET flag read and write it, GET_ALL_CONSUMER_OFFSET serves it,

@@ -1,4 +1,4 @@
-"""Queue locks of orderly consumers: Java's ``RebalanceLockManager`` (reference §2.3, LOCK_BATCH_MQ).
+"""Queue locks of orderly consumers: Java's ``RebalanceLockManager`` (LOCK_BATCH_MQ).
 
 A lock belongs to one client id per (group, queue) and lives ``lock_max_live_time`` ms
 (``rocketmq.broker.rebalance.lockMaxLiveTime``, 60 s) after its last renewal; an expired

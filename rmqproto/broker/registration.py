@@ -1,4 +1,4 @@
-"""Registering the broker with its NameServers (reference §2.2 REGISTER_BROKER, §4.1, §6).
+"""Registering the broker with its NameServers (Java ``BrokerOuterAPI#registerBrokerAll``).
 
 As Java's ``BrokerController.registerBrokerAll`` / ``BrokerOuterAPI``: REGISTER_BROKER to
 every NameServer at start, then every ``registerNameServerPeriod`` (clamped to 10–60 s,

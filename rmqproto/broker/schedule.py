@@ -1,4 +1,4 @@
-"""Delayed delivery: Java's ``ScheduleMessageService`` and ``config/delayOffset.json`` (reference §3.2).
+"""Delayed delivery: Java's ``ScheduleMessageService`` and ``config/delayOffset.json``.
 
 The store keeps a message with a ``DELAY`` level in ``SCHEDULE_TOPIC_XXXX``, queue
 ``level - 1``, with its real topic and queue in the ``REAL_TOPIC`` / ``REAL_QID``

@@ -1,4 +1,4 @@
-"""A slave's metadata copy from its master: Java's ``SlaveSynchronize`` (reference §4.4).
+"""A slave's metadata copy from its master: Java's ``SlaveSynchronize``.
 
 Every 10 s (first after 3 s) the slave asks its master's remoting address, learned from
 REGISTER_BROKER answers, for GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,

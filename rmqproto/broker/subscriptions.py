@@ -1,5 +1,4 @@
-"""Subscription groups: Java's ``SubscriptionGroupManager`` and ``config/subscriptionGroup.json``
-(reference §2.3).
+"""Subscription groups: Java's ``SubscriptionGroupManager`` and ``config/subscriptionGroup.json``.
 
 Every consumer group has a :class:`~rmqproto.codec.bodies.offsets.SubscriptionGroupConfig`
 (retry queues, max reconsume times, which broker to suggest, …). Unknown groups are

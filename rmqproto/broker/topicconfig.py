@@ -1,4 +1,4 @@
-"""The broker's topic table: Java's ``TopicConfigManager`` (reference §2.3, §2.4.1, §3.1).
+"""The broker's topic table: Java's ``TopicConfigManager``.
 
 Holds every :class:`~rmqproto.codec.bodies.topic.TopicConfig` with its
 :class:`~rmqproto.codec.bodies.topic.DataVersion`, creates the system topics at start,

@@ -1,4 +1,4 @@
-"""The store checkpoint file (reference §3.9, ``StoreCheckpoint``).
+"""The store checkpoint file (``StoreCheckpoint``).
 
 One OS page: the timestamps (ms) of the last flushed commit log, consume queues
 and index, and in RMQ5 two more offsets (zero in files written by 4.x).

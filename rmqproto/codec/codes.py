@@ -1,4 +1,4 @@
-"""Request, response, language and version codes of RocketMQ 4.9.8 (reference §1.5, §1.6, §1.9, §2.1).
+"""Request, response, language and version codes of RocketMQ 4.9.8 (Java ``RequestCode``, ``ResponseCode``, …).
 
 Every enum here is an ``IntEnum``: members compare equal to the plain ``int`` on the
 wire, and code that meets a value we do not know keeps the ``int`` (see :func:`coerce`),
@@ -22,7 +22,7 @@ def coerce(enum_class, value):
 
 
 class RequestCode(enum.IntEnum):
-    """``RequestCode`` of RMQ4 4.9.8 (reference §2.1), all of them."""
+    """``RequestCode`` of RMQ4 4.9.8, all of them."""
 
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
@@ -122,7 +122,7 @@ class RequestCode(enum.IntEnum):
 
 
 class ResponseCode(enum.IntEnum):
-    """``RemotingSysResponseCode`` (0-4) and ``ResponseCode`` of RMQ4 4.9.8 (reference §1.9)."""
+    """``RemotingSysResponseCode`` (0-4) and ``ResponseCode`` of RMQ4 4.9.8."""
 
     SUCCESS = 0
     SYSTEM_ERROR = 1
@@ -164,7 +164,7 @@ class ResponseCode(enum.IntEnum):
 
 
 class LanguageCode(enum.IntEnum):
-    """``LanguageCode`` (reference §1.5): the JSON header carries the name, the binary one the code.
+    """``LanguageCode``: the JSON header carries the name, the binary one the code.
 
     ``NODE_JS`` exists only in RMQ5; a 4.9.8 peer decodes it as ``null``.
     """
@@ -186,7 +186,7 @@ class LanguageCode(enum.IntEnum):
 
 
 class SerializeType(enum.IntEnum):
-    """Header encodings: the high byte of the frame's header-length word (reference §1.1)."""
+    """Header encodings: the high byte of the frame's header-length word (``markProtocolType``)."""
 
     JSON = 0
     ROCKETMQ = 1
@@ -217,7 +217,7 @@ def _version_names():
 #: ``MQVersion.Version`` names; ``VERSION_NAMES[ordinal]`` is the name of a ``version`` value.
 VERSION_NAMES = _version_names()
 
-#: ``MQVersion.Version`` as an ``IntEnum``: ``MQVersion.V4_9_8 == 409`` (reference §1.6).
+#: ``MQVersion.Version`` as an ``IntEnum``: ``MQVersion.V4_9_8 == 409``.
 MQVersion = enum.IntEnum("MQVersion", [(name, i) for i, name in enumerate(VERSION_NAMES)],
                          module=__name__)
 MQVersion.__doc__ = "``MQVersion.Version``: member value = ordinal = the ``version`` header field."

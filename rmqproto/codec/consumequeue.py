@@ -1,4 +1,4 @@
-"""ConsumeQueue units: 20-byte pointers from a queue's logical offsets into the commit log (reference §3.7).
+"""ConsumeQueue units: 20-byte pointers from a queue's logical offsets into the commit log (``ConsumeQueue``).
 
 :data:`CQ_UNIT` is the specification; :func:`encode_unit`, :func:`decode_unit` and
 :func:`decode_units` (bulk, for whole files) are the ``struct`` fast paths.
@@ -25,7 +25,7 @@ DEFAULT_MAPPED_FILE_SIZE = 300000 * CQ_STORE_UNIT_SIZE
 #: Tags codes at or below this are addresses into ``consumequeue_ext`` (``ConsumeQueueExt.MAX_ADDR``).
 MAX_EXT_ADDR = -(1 << 31) - 1
 
-#: One unit (reference §3.7).
+#: One unit (``ConsumeQueue#putMessagePositionInfo``).
 CQ_UNIT = cs.Struct(
     "commit_log_offset" / cs.Int64sb,
     "size" / cs.Int32sb,

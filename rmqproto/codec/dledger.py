@@ -1,4 +1,4 @@
-"""DLedger 0.3.1.2 on-disk formats (reference §5.6).
+"""DLedger 0.3.1.2 on-disk formats (``DLedgerEntryCoder``, ``DLedgerMmapFileStore``, ``MmapFileList``).
 
 * data files: entries of a 48-byte header plus body (:data:`ENTRY_HEADER`,
   :func:`encode_entry`, :func:`decode_entry`), a segment ending in a blank

@@ -1,4 +1,4 @@
-"""DLedger 0.3.1.2 RPC: request/response codes and the fastjson bodies (reference §5.1–§5.4).
+"""DLedger 0.3.1.2 RPC: request/response codes and the fastjson bodies (``DLedgerRpcNettyService``).
 
 Peers exchange remoting frames whose ``code`` is a :class:`DLedgerRequestCode`
 (responses always say 200) and whose body is the fastjson JSON of one of the classes
@@ -38,7 +38,7 @@ __all__ = [
 
 
 class DLedgerRequestCode(enum.IntEnum):
-    """``DLedgerRequestCode``: the remoting ``code`` of each RPC (§5.2)."""
+    """``DLedgerRequestCode``: the remoting ``code`` of each RPC."""
 
     UNKNOWN = -1
     METADATA = 50000
@@ -52,7 +52,7 @@ class DLedgerRequestCode(enum.IntEnum):
 
 
 class DLedgerResponseCode(enum.IntEnum):
-    """``DLedgerResponseCode``: the ``code`` inside a response body (§5.3)."""
+    """``DLedgerResponseCode``: the ``code`` inside a response body."""
 
     UNKNOWN = -1
     SUCCESS = 200
@@ -100,7 +100,7 @@ class DLedgerResponseCode(enum.IntEnum):
 
 
 class VoteResult(enum.Enum):
-    """``VoteResponse.RESULT``, in ordinal order (§5.4)."""
+    """``VoteResponse.RESULT``, in ordinal order."""
 
     UNKNOWN = 0
     ACCEPT = 1
@@ -117,7 +117,7 @@ class VoteResult(enum.Enum):
 
 
 class ParseResult(enum.Enum):
-    """``VoteResponse.ParseResult``: a candidate's verdict on one voting round (§5.7)."""
+    """``VoteResponse.ParseResult``: a candidate's verdict on one voting round (``DLedgerLeaderElector``)."""
 
     WAIT_TO_REVOTE = 0
     REVOTE_IMMEDIATELY = 1
@@ -126,7 +126,7 @@ class ParseResult(enum.Enum):
 
 
 class PushEntryType(enum.Enum):
-    """``PushEntryRequest.Type`` (§5.8)."""
+    """``PushEntryRequest.Type`` (``DLedgerEntryPusher``)."""
 
     APPEND = 0
     COMMIT = 1
@@ -356,7 +356,7 @@ _BASE_FIELDS = (
 
 
 class RequestOrResponse:
-    """Fields every DLedger request and response carries (``RequestOrResponse``, §5.4).
+    """Fields every DLedger request and response carries (``RequestOrResponse``).
 
     Construct with keyword arguments named like the attributes (``leader_id=...``);
     unset ones take the Java defaults (``code`` 200, ``term`` -1, ids None).

@@ -1,4 +1,4 @@
-"""JSON exactly as RocketMQ's fastjson 1.x writes and reads it (reference "Conventions").
+"""JSON exactly as RocketMQ's fastjson 1.x writes and reads it (``docs/codecs/bodies.md``).
 
 Writing rules, checked against fastjson 1.2.69 (the version RocketMQ 4.9.8 ships):
 

@@ -1,7 +1,7 @@
 """Fixed-size big-endian records declared once, with a construct spec and a ``struct`` fast path.
 
-Several replication formats (the HA headers of reference §4.2/§4.5, the DLedger entry
-header and index unit of §5.6) are flat runs of Java ``int``/``long``/``short`` values
+Several replication formats (the HA headers of ``HAConnection``, the DLedger entry
+header and index unit of ``DLedgerEntryCoder``) are flat runs of Java ``int``/``long``/``short`` values
 written with ``ByteBuffer``. :class:`FixedLayout` declares such a record from one field
 list: :attr:`FixedLayout.declaration` is the construct ``Struct`` (the specification) and
 :meth:`~FixedLayout.pack` / :meth:`~FixedLayout.unpack` are the ``struct`` fast paths

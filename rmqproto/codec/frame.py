@@ -1,4 +1,4 @@
-"""The remoting frame and its two header encodings (reference §1.1–§1.4).
+"""The remoting frame and its two header encodings (Java ``RemotingCommand``, ``RocketMQSerializable``).
 
 A frame on the wire is ``[int32 length][int8 serialize type][int24 header length]
 [header][body]`` where ``length`` counts everything after itself. The header is
@@ -46,7 +46,7 @@ FLAG_ONEWAY = 2
 #: Netty's limit: 4 + length may not exceed this (``com.rocketmq.remoting.frameMaxLength``).
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
 
-#: ``LanguageCode`` names and their one-byte codes (reference §1.5).
+#: ``LanguageCode`` names and their one-byte codes.
 LANGUAGE_CODES = {
     "JAVA": 0, "CPP": 1, "DOTNET": 2, "PYTHON": 3, "DELPHI": 4, "ERLANG": 5, "RUBY": 6,
     "OTHER": 7, "HTTP": 8, "GO": 9, "PHP": 10, "OMS": 11, "RUST": 12, "NODE_JS": 13,
@@ -55,7 +55,7 @@ _LANGUAGE_NAMES = {code: name for name, code in LANGUAGE_CODES.items()}
 
 # ---------------------------------------------------------------- declarations
 
-#: A whole frame, length prefix included (reference §1.1).
+#: A whole frame, length prefix included (``RemotingCommand#encode``, ``NettyDecoder``).
 FRAME = cs.Struct(
     "length" / cs.Int32sb,
     "serialize_type" / cs.Int8ub,
@@ -72,7 +72,7 @@ _EXT_ENTRY = cs.Struct(
     "value" / cs.PascalString(cs.Int32sb, "utf8"),
 )
 
-#: The binary "ROCKETMQ" header (reference §1.4).
+#: The binary "ROCKETMQ" header (``RocketMQSerializable``).
 BINARY_HEADER = cs.Struct(
     "code" / cs.Int16sb,
     "language" / cs.Int8ub,
@@ -87,7 +87,7 @@ BINARY_HEADER = cs.Struct(
 
 
 class RemotingCommand:
-    """One request or response of the remoting protocol (reference §1.2).
+    """One request or response of the remoting protocol (``RemotingCommand``).
 
     ``ext_fields`` maps strings to strings (``None`` when absent). As in Java, a decoded
     entry may hold ``None``: a JSON ``null`` or an empty string in the binary header (Java
@@ -310,7 +310,7 @@ def _language_code(language):
 
 
 def encode_binary_header(cmd):
-    """The "ROCKETMQ" binary header for ``cmd`` (reference §1.4)."""
+    """The "ROCKETMQ" binary header for ``cmd`` (``RocketMQSerializable#rocketMQProtocolEncode``)."""
     language = _language_code(cmd.language)
     remark = cmd.remark.encode("utf-8") if cmd.remark else b""
     ext = bytearray()
@@ -553,7 +553,7 @@ split_frames = python_split_frames if speedups is None else partial(
 
 
 class FrameDecoder:
-    """Splits a byte stream into frames, whatever the chunking (reference §1.1).
+    """Splits a byte stream into frames, whatever the chunking (``NettyDecoder``).
 
     :meth:`feed` returns the complete frames (without length prefix) as ``bytes``.
     A length prefix announcing more than ``max_frame_length`` raises

@@ -1,4 +1,4 @@
-"""Classic master/slave HA stream and the 5.x auto-switch HA headers (reference §4.2, §4.5).
+"""Classic master/slave HA stream and the 5.x auto-switch HA headers (``HAConnection``; RMQ5 ``AutoSwitchHAConnection``).
 
 The classic stream is plain TCP, not remoting:
 
@@ -32,7 +32,7 @@ class BadTransferHeaderError(CodecError):
     """An HA header announces a body size that cannot be valid (negative, or not whole entries)."""
 
 
-# ---------------------------------------------------------------- classic stream (§4.2)
+# ---------------------------------------------------------------- classic stream (HAConnection)
 
 #: Slave → master: the slave's max CommitLog offset.
 SLAVE_REPORT = FixedLayout("SlaveReport", ("max_offset", INT64))
@@ -165,7 +165,7 @@ class TransferReader:
         return pieces
 
 
-# ---------------------------------------------------------------- auto-switch (§4.5)
+# ---------------------------------------------------------------- auto-switch (RMQ5)
 
 class HAConnectionState(enum.IntEnum):
     """RMQ5 ``HAConnectionState``; headers carry the ordinal."""

@@ -1,4 +1,4 @@
-"""Typed custom headers: the ``extFields`` of requests and responses (reference §1.7, §2.2, §2.3).
+"""Typed custom headers: the ``extFields`` of requests and responses (Java ``RemotingCommand#decodeCommandCustomHeader``).
 
 Each class declares its fields the way the RocketMQ 4.9.8 Java class does: wire name,
 Java type, ``@CFNotNull`` (``required``) and initial value, in declaration order, with
@@ -381,7 +381,7 @@ def _header(java_class, *fields, base=CustomHeader, fast=None, doc=None):
     qualified = java_class if java_class.startswith("org.") else _PROTOCOL + java_class
     simple = qualified.rsplit(".", 1)[1]
     namespace = {"java_class": qualified, "fields": fields, "fast_fields": fast,
-                 "__doc__": doc or "``%s`` (reference §1.7)." % simple,
+                 "__doc__": doc or "``%s``." % simple,
                  "__module__": __name__}
     return _HeaderType(simple, (base,), namespace)
 
@@ -389,7 +389,7 @@ def _header(java_class, *fields, base=CustomHeader, fast=None, doc=None):
 # ---------------------------------------------------------------- the 4.9.8 header classes
 
 class RpcRequestHeader(CustomHeader):
-    """``RpcRequestHeader`` (4.9.5+): the optional broker name ``bname`` (reference §2.3)."""
+    """``RpcRequestHeader`` (4.9.5+): the optional broker name ``bname``."""
 
     java_class = _RPC + "RpcRequestHeader"
     abstract = True
@@ -402,7 +402,7 @@ def _rpc(java_class, *fields, **kw):
 
 S, I, L, B = "String", "Integer", "Long", "Boolean"
 
-# NameServer (reference §2.2)
+# NameServer (DefaultRequestProcessor)
 PutKVConfigRequestHeader = _header(
     "namesrv.PutKVConfigRequestHeader",
     _required("namespace", S), _required("key", S), _required("value", S))
@@ -448,7 +448,7 @@ RegisterOrderTopicRequestHeader = _header(
 GetTopicsByClusterRequestHeader = _header(
     "GetTopicsByClusterRequestHeader", _required("cluster", S))
 
-# Sending (reference §2.3)
+# Sending (SendMessageProcessor)
 _SEND_FIELDS = (
     ("producerGroup", S, True), ("topic", S, True), ("defaultTopic", S, True),
     ("defaultTopicQueueNums", I, True), ("queueId", I, True), ("sysFlag", I, True),
@@ -466,7 +466,7 @@ SendMessageRequestHeaderV2 = _rpc(
     Field("l", I, name="max_reconsume_times"), Field("m", "boolean", name="batch"),
     Field("n", S, name="broker_name"),
     fast=tuple(_V2_LETTERS),
-    doc="``SendMessageRequestHeaderV2``: one-letter keys a..n (reference §2.3).")
+    doc="``SendMessageRequestHeaderV2``: one-letter keys a..n (``SendMessageRequestHeaderV2``).")
 
 
 def _to_v2(self):
@@ -570,7 +570,7 @@ _END_TRANSACTION_TYPES = (0, 8, 12)  # NOT_TYPE, COMMIT_TYPE, ROLLBACK_TYPE
 
 
 class EndTransactionRequestHeader(RpcRequestHeader):
-    """``EndTransactionRequestHeader``: ``commitOrRollback`` must be 0, 8 or 12 (reference §2.3)."""
+    """``EndTransactionRequestHeader``: ``commitOrRollback`` must be 0, 8 or 12."""
 
     java_class = _PROTOCOL + "EndTransactionRequestHeader"
     fields = (

@@ -1,4 +1,4 @@
-"""Index files: a hash index from ``topic#key`` to commit-log offsets (reference §3.8).
+"""Index files: a hash index from ``topic#key`` to commit-log offsets (Java ``IndexHeader``, ``IndexFile``).
 
 Layout: a 40-byte header, ``hash_slot_num`` int32 slots (the newest entry number of
 each slot, 0 = empty) and ``index_num`` 20-byte entries chained through
@@ -177,7 +177,7 @@ def index_file_size(hash_slot_num=DEFAULT_HASH_SLOT_NUM, index_num=DEFAULT_INDEX
 
 
 class IndexFile:
-    """A whole index file in a writable buffer (``bytearray``, ``mmap``); reference §3.8.
+    """A whole index file in a writable buffer (``bytearray``, ``mmap``): ``IndexFile``.
 
     A fresh file is all zeros; like Java's constructor, ``end_phy_offset`` /
     ``end_timestamp`` of the previous file seed the begin/end header fields. The header

@@ -47,7 +47,7 @@ del _power
 
 @lru_cache(maxsize=65536)
 def java_string_hash(text):
-    """Java ``String.hashCode()`` over UTF-16 code units, as a signed 32-bit int (reference §3.7).
+    """Java ``String.hashCode()`` over UTF-16 code units, as a signed 32-bit int (the tags code).
 
     Characters outside the BMP count as their two surrogate code units, exactly as in
     Java; lone surrogates (e.g. from ``surrogateescape``) are hashed as the unit they are.
@@ -103,5 +103,5 @@ _crc32 = speedups.crc32 if speedups is not None else zlib.crc32
 
 
 def masked_crc32(data):
-    """``UtilAll.crc32``: IEEE CRC32 with the top bit cleared (reference "Conventions")."""
+    """``UtilAll.crc32``: IEEE CRC32 with the top bit cleared."""
     return _crc32(data) & 0x7FFFFFFF

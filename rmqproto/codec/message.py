@@ -1,5 +1,5 @@
 """Stored messages: the commit-log record, the end-of-file blank, the properties
-string, the client batch body and the offset message id (reference §2.3, §3.2–§3.6, §3.10).
+string, the client batch body and the offset message id (Java ``CommitLog``, ``MessageDecoder``).
 
 The construct declarations (:data:`MESSAGE_RECORD`, :data:`BLANK`, :data:`BATCH_ITEM`)
 are the specification. :func:`encode_record` / :func:`decode_record` and
@@ -26,11 +26,11 @@ from rmqproto.errors import BadMagicError, ChecksumError, CodecError, TruncatedE
 
 # ---------------------------------------------------------------- constants
 
-#: ``MESSAGE_MAGIC_CODE`` 0xDAA320A7: a record with a 1-byte topic length (reference §3.2).
+#: ``MESSAGE_MAGIC_CODE`` 0xDAA320A7: a record with a 1-byte topic length (``CommitLog``).
 MESSAGE_MAGIC_CODE = -626843481
-#: RMQ5 ``MESSAGE_MAGIC_CODE_V2`` 0xDAA320AB: a record with a 2-byte topic length (reference §3.10).
+#: RMQ5 ``MESSAGE_MAGIC_CODE_V2`` 0xDAA320AB: a record with a 2-byte topic length (RMQ5 ``MessageVersion``).
 MESSAGE_MAGIC_CODE_V2 = -626843477
-#: ``BLANK_MAGIC_CODE`` 0xCBD43194 of the end-of-file blank (reference §3.2).
+#: ``BLANK_MAGIC_CODE`` 0xCBD43194 of the end-of-file blank (``CommitLog``).
 BLANK_MAGIC_CODE = -875286124
 #: Bytes a segment keeps free for the end-of-file blank.
 END_FILE_MIN_BLANK_LENGTH = 8
@@ -39,7 +39,7 @@ MAX_PROPERTIES_LENGTH = 32767
 #: Largest topic of a version-1 record (its length is a signed byte).
 MAX_TOPIC_LENGTH_V1 = 127
 
-# sysFlag bits (reference §3.3, ``MessageSysFlag``)
+# sysFlag bits (``MessageSysFlag``)
 COMPRESSED_FLAG = 0x1
 MULTI_TAGS_FLAG = 0x2
 TRANSACTION_NOT_TYPE = 0x0
@@ -56,7 +56,7 @@ COMPRESSION_ZLIB_TYPE = 0x300
 COMPRESSION_TYPE_MASK = 0x700
 _HOST_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 
-# property names (reference §3.4, ``MessageConst``)
+# property names (``MessageConst``)
 PROPERTY_KEYS = "KEYS"
 PROPERTY_TAGS = "TAGS"
 PROPERTY_WAIT_STORE_MSG_OK = "WAIT"
@@ -105,7 +105,7 @@ def transaction_type(sys_flag):
 
 
 def tags_code(tags):
-    """The consume-queue tags code of a ``TAGS`` value: Java ``hashCode``, 0 without a tag (§3.7)."""
+    """The consume-queue tags code of a ``TAGS`` value: Java ``hashCode``, 0 without a tag (``ConsumeQueue``)."""
     return java_string_hash(tags) if tags else 0
 
 
@@ -134,7 +134,7 @@ _topic_utf8 = lru_cache(maxsize=4096)(_utf8)
 # ---------------------------------------------------------------- properties
 
 def properties_to_string(properties, trailing_separator=False):
-    """``messageProperties2String``: ``name\\x01value`` pairs joined by ``\\x02`` (reference §3.4).
+    """``messageProperties2String``: ``name\\x01value`` pairs joined by ``\\x02`` (``MessageDecoder``).
 
     Pairs are written in the mapping's order; ``None`` values are skipped. 4.9.1–4.9.8
     write no trailing ``\\x02`` (the default); ≤ 4.9.0 and ≥ 5.2.0 do
@@ -241,7 +241,7 @@ _MSG_ID_PORT_OFFSET = struct.Struct(">iq")
 
 
 def create_message_id(store_host, commit_log_offset):
-    """The offset message id: uppercase hex of store IP + port + commit-log offset (§2.3)."""
+    """The offset message id: uppercase hex of store IP + port + commit-log offset (``createMessageId``)."""
     if 0 <= commit_log_offset <= _MAX_LONG:  # every stored offset: the host part is reused
         return _message_id_prefix(store_host) + "%016X" % commit_log_offset
     return (_pack_ip(store_host[0])
@@ -275,7 +275,7 @@ def decode_message_id(msg_id):
 # ---------------------------------------------------------------- the record
 
 class MessageRecord:
-    """One commit-log record, every field of ``MessageExt`` as stored (reference §3.2).
+    """One commit-log record, every field of ``MessageExt`` as stored (``CommitLog.MessageExtEncoder``).
 
     Hosts are ``(ip, port)`` tuples; the sysFlag IPv6 bits always follow them.
     ``body`` is the stored body (compressed when ``sys_flag`` says so, see
@@ -387,7 +387,7 @@ def _declared_length(ctx):
                          ctx.magic_code)
 
 
-#: A commit-log record; ``topic`` and ``properties`` are the raw UTF-8 bytes (reference §3.2, §3.10).
+#: A commit-log record; ``topic`` and ``properties`` are the raw UTF-8 bytes (``MessageExtEncoder``).
 MESSAGE_RECORD = cs.Struct(
     "total_size" / cs.Rebuild(cs.Int32sb, _declared_length),
     "magic_code" / cs.OneOf(cs.Int32sb, [MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2]),
@@ -411,7 +411,7 @@ MESSAGE_RECORD = cs.Struct(
     cs.Check(cs.this.total_size == _declared_length),
 )
 
-#: The end-of-file blank: the bytes left in the segment, then the blank magic (reference §3.2).
+#: The end-of-file blank: the bytes left in the segment, then the blank magic (``CommitLog``).
 BLANK = cs.Struct("total_size" / cs.Int32sb, "magic_code" / cs.Const(BLANK_MAGIC_CODE, cs.Int32sb))
 
 
@@ -609,7 +609,7 @@ def decode_dispatch_fields(buffer, offset=0, check_crc=False):
 
 
 def uncompressed_body(record):
-    """The body with compression undone when the sysFlag says so (ZLIB only, §3.3)."""
+    """The body with compression undone when the sysFlag says so (ZLIB only, ``MessageSysFlag``)."""
     if not record.sys_flag & COMPRESSED_FLAG:
         return record.body
     kind = record.sys_flag & COMPRESSION_TYPE_MASK
@@ -745,7 +745,7 @@ def iter_dispatch_fields(buffer, start=0, check_crc=False):
     return DispatchScan(buffer, start, check_crc)
 
 
-# ---------------------------------------------------------------- client batch (§3.6)
+# ---------------------------------------------------------------- client batch (MessageDecoder#encodeMessages)
 
 class Message:
     """A client message as a batch carries it: flag, body, properties (``Message``)."""
@@ -770,7 +770,7 @@ def _batch_length(ctx):
     return 22 + len(ctx.body) + len(ctx.properties)
 
 
-#: One message of a ``SEND_BATCH_MESSAGE`` body; magic and CRC are written as 0 (reference §3.6).
+#: One message of a ``SEND_BATCH_MESSAGE`` body; magic and CRC are written as 0 (``MessageDecoder#encodeMessage``).
 BATCH_ITEM = cs.Struct(
     "total_size" / cs.Rebuild(cs.Int32sb, _batch_length),
     "magic_code" / cs.Int32sb,
@@ -854,7 +854,7 @@ class BatchRecords(list):
 
 def stored_batch_properties(own, batch):
     """A batch message's stored properties string (UTF-8), as ``MessageExtBatchEncoder``
-    writes it (reference §3.6): the message's bytes ``own`` as the client sent them, one
+    writes it (``CommitLog.MessageExtBatchEncoder``): the message's bytes ``own`` as the client sent them, one
     0x02 when both ``own`` and the batch's string ``batch`` are non-empty and ``own`` does
     not end in 0x02, then ``batch``."""
     if own and batch and own[-1] != 2:
@@ -863,7 +863,7 @@ def stored_batch_properties(own, batch):
 
 
 def decode_batch_records(data, batch_properties, prototype):
-    """The records ``asyncPutMessages`` stores for the batch body ``data`` (reference §3.6),
+    """The records ``asyncPutMessages`` stores for the batch body ``data`` (``CommitLog.MessageExtBatchEncoder``),
     as :class:`BatchRecords`: each message's flag and body with the topic, queue, sys flag,
     born timestamp and host, store host, reconsume times and magic code of ``prototype`` (a
     :class:`MessageRecord`), as a :class:`BatchRecord` (body CRC 0: the store computes it).
@@ -1012,7 +1012,7 @@ def build_batch_declared(messages):
 
 def encode_stored_batch(records, properties, store_timestamp, commit_log_offset, queue_offset):
     """The records of one batch written back to back from ``commit_log_offset`` with queue
-    offsets from ``queue_offset`` (``encodeBatch``, reference §3.2, §3.6): each record gets
+    offsets from ``queue_offset`` (``CommitLog.MessageExtBatchEncoder#encode``): each record gets
     its store timestamp, body CRC and both offsets, and is encoded as :func:`encode_record`
     would encode it (``properties``: each record's properties string as UTF-8). What the
     records share with the first (topic, queue, sys flag, born and store hosts, born

@@ -1,7 +1,7 @@
-"""Names and positions of the store's fixed-size mapped files (reference §3.1).
+"""Names and positions of the store's fixed-size mapped files (``UtilAll#offset2FileName``).
 
-CommitLog and ConsumeQueue segments, and DLedger's data and index segments (reference
-§5.6), are named after the absolute offset of their first byte, zero-padded to 20
+CommitLog and ConsumeQueue segments, and DLedger's data and index segments
+(``MmapFileList``), are named after the absolute offset of their first byte, zero-padded to 20
 decimal digits (``UtilAll.offset2FileName``, ``DLedgerUtils.offset2FileName``).
 """
 

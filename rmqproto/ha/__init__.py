@@ -1,4 +1,4 @@
-"""Classic master/slave replication (reference §4).
+"""Classic master/slave replication (Java ``HAService``, ``HAConnection``; ``docs/ha.md``).
 
 A master runs :class:`~rmqproto.ha.master.HAMasterService` (the HA listener on
 ``haListenPort`` and the SYNC_MASTER replica waits); a slave runs

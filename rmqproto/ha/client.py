@@ -1,4 +1,4 @@
-"""The slave's HA client as a pure state machine (reference §4.2; RMQ5 ``DefaultHAClient``).
+"""The slave's HA client as a pure state machine (``HAService.HAClient``; RMQ5 ``DefaultHAClient``).
 
 No sockets and no clock: the caller passes ``now`` (seconds) with every event and carries
 out the actions returned (:class:`Connect`, :class:`Send`, :class:`Close`); it asks

@@ -1,4 +1,4 @@
-"""The master's HA service: the HA listener and the SYNC_MASTER replica waits (reference §4.2, §4.3).
+"""The master's HA service: the HA listener and the SYNC_MASTER replica waits (Java ``HAService``, ``HAConnection``).
 
 * :class:`HAMasterConnection` is one slave's connection (Java's ``HAConnection``): the read
   side feeds the 8-byte reports to the :class:`~rmqproto.ha.replicas.ReplicaTable`; the

@@ -1,4 +1,4 @@
-"""An HA slave's receive loop in a thread of its own, on the reactor (reference §4.2).
+"""An HA slave's receive loop in a thread of its own, on the reactor (``HAService.HAClient``).
 
 While the master's transfers are the plain case (each at the slave's end, in the current
 commit-log segment), the C loop ``HAReceiver`` (``rmqproto/codec/hareceiver.c``) reads

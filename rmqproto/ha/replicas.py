@@ -1,4 +1,4 @@
-"""The master's view of its slaves: one :class:`Replica` per HA connection (reference §4.2, §4.3).
+"""The master's view of its slaves: one :class:`Replica` per HA connection (``HAConnection``).
 
 Pure: no sockets, no clock reads (every call takes ``now`` in ms). The rules, with the
 places where they differ from Java's ``HAService`` / ``HAConnection``:
@@ -44,7 +44,7 @@ def fallbehind_max(config):
 
 def transfer_start(request_offset, max_offset, min_offset, file_size):
     """``(offset the stream starts at, True when the request lies below the oldest kept
-    offset)`` for a slave's first report (reference §4.2)."""
+    offset)`` for a slave's first report (``HAConnection.WriteSocketService``)."""
     if request_offset == 0:
         return max(max_offset - max_offset % file_size, 0), False
     if 0 <= min_offset and request_offset < min_offset:

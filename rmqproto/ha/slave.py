@@ -1,4 +1,4 @@
-"""The slave's HA service (reference §4.2, §4.4): the HA client on a TCP connection and
+"""The slave's HA service (``HAService.HAClient``; ``docs/ha-slave.md``): the HA client on a TCP connection and
 the metadata sync.
 
 :class:`HAClientConnector` carries out the actions of the pure

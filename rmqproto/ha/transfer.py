@@ -1,4 +1,4 @@
-"""Group transfer: SYNC_MASTER sends waiting for a slave's ack (reference §4.3).
+"""Group transfer: SYNC_MASTER sends waiting for a slave's ack (``GroupTransferService``).
 
 Java's ``GroupTransferService`` keeps the waiting ``GroupCommitRequest`` values in a list
 and re-checks them after every ack and at least once a second. :class:`GroupTransferWaits`

@@ -1,1 +1,1 @@
-"""The NameServer: route registry, KV config and the request processor (reference §2.2)."""
+"""The NameServer: route registry, KV config and the request processor (Java ``RouteInfoManager``)."""

@@ -1,4 +1,4 @@
-"""The NameServer's request processor: every request of reference §2.2, answered as Java does.
+"""The NameServer's request processor: every request of Java's ``DefaultRequestProcessor``, answered as it does.
 
 Handlers decode the typed custom header (a missing required field raises
 ``MissingFieldError``, which the dispatcher answers with SYSTEM_ERROR, as Java's

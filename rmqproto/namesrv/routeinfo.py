@@ -1,4 +1,4 @@
-"""The NameServer's route tables as a pure object (reference §2.2, "REGISTER_BROKER semantics").
+"""The NameServer's route tables as a pure object (Java ``RouteInfoManager``; ``docs/nameserver.md``).
 
 Four tables as in Java's ``RouteInfoManager``: topic → {broker name → QueueData},
 broker name → BrokerData, cluster → broker names, broker address → live info (last
@@ -64,7 +64,7 @@ class RouteInfoManager:
 
     def register_broker(self, cluster_name, broker_addr, broker_name, broker_id, ha_server_addr,
                         topic_config_wrapper, filter_server_list, connection, now):
-        """Record a broker's heartbeat and (for a master) its topics; see reference §2.2."""
+        """Record a broker's heartbeat and (for a master) its topics, as ``RouteInfoManager#registerBroker`` does."""
         self.cluster_addr_table.setdefault(cluster_name, {})[broker_name] = None
         broker_data = self.broker_addr_table.get(broker_name)
         register_first = broker_data is None

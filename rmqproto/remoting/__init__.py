@@ -1,7 +1,7 @@
-"""The remoting layer shared by NameServer, broker and DLedger (reference §1).
+"""The remoting layer shared by NameServer, broker and DLedger (``docs/remoting.md``).
 
 :class:`RequestDispatcher` routes requests by code to processors and applies the
-generic error rules (§1.8); :class:`RemotingProtocol` runs one connection in both
+generic error rules (``NettyRemotingAbstract``); :class:`RemotingProtocol` runs one connection in both
 directions; :class:`RemotingFactory` builds connections for servers and clients;
 :class:`RemotingClient` sends requests to peers named ``"host:port"``.
 """

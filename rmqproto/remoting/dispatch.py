@@ -1,4 +1,4 @@
-"""Request dispatch by code and the generic server behaviour (reference §1.8).
+"""Request dispatch by code and the generic server behaviour (``NettyRemotingAbstract#processRequestCommand``).
 
 A *processor* is any callable ``processor(request, context)`` taking the request
 :class:`~rmqproto.codec.frame.RemotingCommand` and a :class:`RequestContext`, and

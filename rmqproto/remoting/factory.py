@@ -2,7 +2,7 @@
 
 The factory keeps the set of live connections and tells its hooks when one is made
 or lost: the NameServer drops a broker's routes as soon as the broker's connection
-closes (reference §6, "channel close removes immediately").
+closes (``BrokerHousekeepingService#onChannelClose``).
 """
 
 from twisted.internet.protocol import Factory

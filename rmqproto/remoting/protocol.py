@@ -1,4 +1,4 @@
-"""The Twisted protocol speaking RocketMQ remoting on one connection (reference §1).
+"""The Twisted protocol speaking RocketMQ remoting on one connection (``docs/remoting.md``).
 
 One :class:`RemotingProtocol` serves both directions of a connection: it answers
 the peer's requests through a :class:`~rmqproto.remoting.dispatch.RequestDispatcher`
@@ -72,7 +72,7 @@ class gathered_writes:
 
 
 def next_opaque():
-    """The next request id: process-wide, from 0, wrapping like a Java ``int`` (§1.2)."""
+    """The next request id: process-wide, from 0, wrapping like a Java ``int`` (``RemotingCommand.requestId``)."""
     return ((next(_opaques) + 0x80000000) & 0xFFFFFFFF) - 0x80000000
 
 

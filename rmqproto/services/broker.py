@@ -1,4 +1,4 @@
-"""``twistd rmq-master``: the broker service (reference §2.3, §6).
+"""``twistd rmq-master``: the broker service (Java ``BrokerStartup``, ``BrokerController``).
 
 Settings use Java's names (``BrokerConfig``, ``NettyServerConfig``, ``MessageStoreConfig``),
 so an existing ``broker.conf`` is passed unchanged with ``-c``; unknown names are logged and
@@ -37,14 +37,14 @@ class BrokerService(service.MultiService):
         self.listener = internet.TCPServer(config["listenPort"], self.factory,
                                            interface=config["bindAddress"], reactor=reactor)
         self.listener.setServiceParent(self)
-        #: The VIP ("fast") channel on listenPort - 2: every request but PULL_MESSAGE (§6).
+        #: The VIP ("fast") channel on listenPort - 2: every request but PULL_MESSAGE (``registerProcessor``).
         #: Java slaves fetch their metadata there.
         self.vip_factory = RemotingFactory(
             self.controller.dispatcher.excluding(RequestCode.PULL_MESSAGE), reactor)
         self.vip_listener = internet.TCPServer(vip_port(config), self.vip_factory,
                                                interface=config["bindAddress"], reactor=reactor)
         self.vip_listener.setServiceParent(self)
-        #: Replication: the master's HA listener or the slave's HA client (reference §4).
+        #: Replication: the master's HA listener or the slave's HA client (``docs/ha.md``).
         self.ha = ha_service(self.controller)
         self.idle = task.LoopingCall(self.close_idle_connections)
         self.idle.clock = reactor

@@ -1,4 +1,4 @@
-"""``twistd rmq-local``: a whole local cluster in one process (reference §4).
+"""``twistd rmq-local``: a whole local cluster in one process (``docs/ha.md``).
 
 A NameServer, a SYNC_MASTER and its slave, with all their data under one directory
 (``dataDir``): ``namesrv/`` (kvConfig.json), ``master/`` and ``slave/`` (the brokers'

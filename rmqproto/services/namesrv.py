@@ -1,4 +1,4 @@
-"""``twistd rmq-nameserver``: the NameServer service (reference §2.2, §6).
+"""``twistd rmq-nameserver``: the NameServer service (Java ``NamesrvStartup``, ``NamesrvController``).
 
 Settings use Java's names (``NamesrvConfig`` / ``NettyServerConfig``), so a Java
 ``namesrv.properties`` can be passed unchanged with ``-c``. Two settings have no Java

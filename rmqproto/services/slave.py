@@ -1,4 +1,4 @@
-"""``twistd rmq-slave``: the broker service as a slave (reference §4.4).
+"""``twistd rmq-slave``: the broker service as a slave (``docs/ha-slave.md``).
 
 The same service as ``twistd rmq-master`` (:mod:`rmqproto.services.broker`) with the slave's
 defaults, ``brokerRole=SLAVE`` and ``brokerId=1``; every other setting keeps Java's default

@@ -1,4 +1,4 @@
-"""The commit log: every message of every topic, appended to fixed-size segments (reference §3.2).
+"""The commit log: every message of every topic, appended to fixed-size segments (Java ``CommitLog``).
 
 :class:`CommitLog` owns the segment queue and the per topic-queue counters of the next
 logical offset (Java's ``topicQueueTable``). Appending assigns the commit-log offset,
@@ -123,7 +123,7 @@ check_usual_message = (python_check_usual_message if speedups is None
 
 def check_batch(records, max_message_size):
     """The put status of a batch before it is written (``checkMessages``,
-    ``asyncPutMessages`` and its batch encoder, reference §3.6), and with it the list of the
+    ``asyncPutMessages`` and its batch encoder ``MessageExtBatchEncoder``), and with it the list of the
     properties strings the append writes and the records' total size (None unless PUT_OK).
 
     As Java: a topic over 127 characters, a batch body over ``maxMessageSize`` (a

@@ -1,4 +1,4 @@
-"""The store's settings: ``MessageStoreConfig`` property names and defaults (reference §3, §4.4).
+"""The store's settings: ``MessageStoreConfig`` property names and defaults.
 
 A Java ``broker.conf`` sets these directly; the broker merges them with its own settings.
 """
@@ -89,7 +89,7 @@ STORE_SETTINGS = Settings(
 
 
 def store_paths(config):
-    """The store's directories and files for ``config`` (reference §3.1)."""
+    """The store's directories and files for ``config`` (``StorePathConfigHelper``)."""
     root = config["storePathRootDir"]
     return {
         "root": root,

@@ -1,4 +1,4 @@
-"""Per topic-queue consume queues: ``consumequeue/<topic>/<queueId>/<20-digit offset>`` (reference §3.7).
+"""Per topic-queue consume queues: ``consumequeue/<topic>/<queueId>/<20-digit offset>`` (Java ``ConsumeQueue``).
 
 Java's ``ConsumeQueue``: 20-byte units in fixed-size files, written by the dispatcher in
 logical-offset order; a queue first written at a logical offset > 0 is padded with

@@ -1,4 +1,4 @@
-"""``DefaultMessageStore``: the RocketMQ 4.x store in its own on-disk format (reference §3).
+"""``DefaultMessageStore``: the RocketMQ 4.x store in its own on-disk format (``docs/store.md``).
 
 Runs on the reactor thread: appends are ``memcpy`` into mapped segments and dispatching
 to consume queues and the index happens at the end of the reactor turn of the puts, or
@@ -144,7 +144,7 @@ class RunningFlags:
 def to_schedule_topic(record, max_level):
     """A non-transactional (or committed) message with ``DELAY`` > 0 moves to
     ``SCHEDULE_TOPIC_XXXX`` queue level − 1, its topic and queue saved in ``REAL_TOPIC`` /
-    ``REAL_QID``; a level above ``max_level`` is clamped (reference §3.2)."""
+    ``REAL_QID``; a level above ``max_level`` is clamped (``CommitLog#asyncPutMessage``)."""
     if not consumable(record.sys_flag):
         return
     level = delay_level(record)
@@ -670,7 +670,7 @@ class DefaultMessageStore:
         """Append replicated bytes; they are dispatched in later reactor turns (as Java's
         reput thread does), so the HA client reports the new offset first. As Java's
         ``appendToCommitLog``, this wakes only the reput, not the flusher: replicated bytes
-        are flushed by the ``flushIntervalCommitLog`` rounds (reference §4.4)."""
+        are flushed by the ``flushIntervalCommitLog`` rounds (``CommitLog.FlushRealTimeService``)."""
         if self.is_shutdown:
             return False
         if not self.commit_log.append_data(start_offset, data):

@@ -1,8 +1,8 @@
-"""Dispatching commit-log records to consume queues and the index ("reput", reference §3.2, §3.7).
+"""Dispatching commit-log records to consume queues and the index ("reput", ``ReputMessageService``).
 
 A :class:`DispatchRequest` is what Java's ``checkMessageAndReturnSize`` extracts from a
 record: where it is, its queue and logical offset, its tags code (for
-``SCHEDULE_TOPIC_XXXX`` the delivery time, reference §3.7) and its keys.
+``SCHEDULE_TOPIC_XXXX`` the delivery time, ``CommitLog#checkMessageAndReturnSize``) and its keys.
 :class:`ReputService` walks the commit log from ``reput_from_offset`` and hands each
 request to the dispatchers, exactly once and in order. On the hot paths requests are plain
 tuples in the order of :class:`DispatchRequest`'s fields (dispatchers unpack them, so both

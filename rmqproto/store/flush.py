@@ -1,4 +1,4 @@
-"""Flushing the commit log, consume queues and checkpoint to disk (reference §4.4).
+"""Flushing the commit log, consume queues and checkpoint to disk (Java ``FlushRealTimeService``, …).
 
 * ASYNC_FLUSH (``FlushRealTimeService``): every ``flushIntervalCommitLog`` ms (and, with
   ``flushCommitLogTimed`` false, whenever a put wakes it) flush once

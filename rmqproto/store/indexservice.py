@@ -1,4 +1,4 @@
-"""The message index: ``index/<yyyyMMddHHmmssSSS>`` files mapping ``topic#key`` to offsets (reference §3.8).
+"""The message index: ``index/<yyyyMMddHHmmssSSS>`` files mapping ``topic#key`` to offsets (Java ``IndexService``).
 
 Java's ``IndexService``: entries for each message's ``UNIQ_KEY`` and ``KEYS`` words are
 added to the newest file (a new one is created, named after the creation time, when it

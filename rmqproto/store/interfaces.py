@@ -33,19 +33,19 @@ class IMessageStore(Interface):
         queue, body, properties, flags, born/store hosts and born timestamp the send path set.
 
         The store assigns the store timestamp, commit-log and queue offsets (and moves a
-        message with a ``DELAY`` level to ``SCHEDULE_TOPIC_XXXX``, reference §3.2). Returns
+        message with a ``DELAY`` level to ``SCHEDULE_TOPIC_XXXX``, ``CommitLog#asyncPutMessage``). Returns
         a ``Deferred`` firing with a :class:`~rmqproto.store.results.PutMessageResult` once
         the configured flush (and, for SYNC_MASTER, replication) wait is over.
 
         ``wait_store_msg_ok`` is the message's ``WAIT`` (Java's ``isWaitStoreMsgOK``); it is
         an argument because the stored properties need not hold it (the send path drops it,
-        reference §3.4). When false, the ``Deferred`` fires with PUT_OK as soon as the
+        as ``SendMessageProcessor`` does). When false, the ``Deferred`` fires with PUT_OK as soon as the
         record is appended, without the SYNC_FLUSH or SYNC_MASTER wait.
         """
 
     def put_messages(records, wait_store_msg_ok=True):
         """Append a batch: ``records`` of one topic and queue, stored contiguously; a
-        ``Deferred`` of one :class:`PutMessageResult` for all of them (reference §3.6).
+        ``Deferred`` of one :class:`PutMessageResult` for all of them (``CommitLog#asyncPutMessages``).
         ``wait_store_msg_ok`` as for :meth:`put_message` (the batch's ``WAIT``). The broker
         hands a :class:`~rmqproto.codec.message.PackedBatch` where it can: a sequence of
         the records that makes them only when read, so a store may write it whole."""

@@ -1,4 +1,4 @@
-"""Fixed-size memory-mapped segment files and the ordered queue of them (reference §3.1).
+"""Fixed-size memory-mapped segment files and the ordered queue of them (Java ``MappedFile``, ``MappedFileQueue``).
 
 Java's ``MappedFile`` / ``MappedFileQueue``: a segment is named after the absolute
 offset of its first byte (20 digits) and has a fixed size; only the last one is written.

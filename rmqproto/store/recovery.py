@@ -1,6 +1,6 @@
 """Recovery decisions after a clean stop or a crash (``recoverNormally`` / ``recoverAbnormally``).
 
-The rules, as pure functions over segment buffers (reference §3.2, §3.7, §3.9):
+The rules, as pure functions over segment buffers (``CommitLog#recoverNormally``, ``docs/store.md``):
 
 * after a clean stop (no ``abort`` file) the walk starts at the third-last commit-log
   segment; after a crash at the newest segment whose first record was stored at or

@@ -1,4 +1,4 @@
-"""What store operations answer: Java's status enums and result objects (reference §2.3, §3)."""
+"""What store operations answer: Java's status enums and result objects."""
 
 import enum
 
@@ -7,7 +7,7 @@ __all__ = ["PutMessageStatus", "AppendMessageStatus", "GetMessageStatus", "Appen
 
 
 class PutMessageStatus(enum.Enum):
-    """``PutMessageStatus``; the send processor maps each to a response code (reference §2.3)."""
+    """``PutMessageStatus``; the send processor maps each to a response code (``handlePutMessageResult``)."""
 
     PUT_OK = "PUT_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
@@ -45,7 +45,7 @@ APPENDED = AppendMessageStatus.PUT_OK
 
 
 class GetMessageStatus(enum.Enum):
-    """``GetMessageStatus``; the pull processor maps each to a response code (reference §2.3)."""
+    """``GetMessageStatus``; the pull processor maps each to a response code (``PullMessageProcessor``)."""
 
     FOUND = "FOUND"
     NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
@@ -108,7 +108,7 @@ class GetMessageResult:
     """``GetMessageResult``: found records (raw bytes, commit-log record format) and offsets.
 
     ``next_begin_offset`` is where the next pull starts; ``suggest_pulling_from_slave``
-    feeds ``suggestWhichBrokerId`` (reference §2.3, PULL_MESSAGE).
+    feeds ``suggestWhichBrokerId`` (``DefaultMessageStore#getMessage``).
     """
 
     __slots__ = ("status", "messages", "next_begin_offset", "min_offset", "max_offset",

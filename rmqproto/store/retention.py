@@ -1,4 +1,4 @@
-"""Retention and disk-space protection, as Java's ``DefaultMessageStore`` does it (reference §3).
+"""Retention and disk-space protection, as Java's ``DefaultMessageStore`` does it (``CleanCommitLogService``).
 
 Java's ``CleanCommitLogService``, ``CleanConsumeQueueService`` and the periodic
 ``isSpaceFull`` check. The decisions are pure functions: the time, the disk usage and

@@ -1,4 +1,4 @@
-"""The ``checkpoint`` file: when commit log, consume queues and index were last flushed (reference §3.9).
+"""The ``checkpoint`` file: when commit log, consume queues and index were last flushed (Java ``StoreCheckpoint``).
 
 Java's ``StoreCheckpoint``: one memory-mapped page; the values live in memory and are
 written to the page by :meth:`StoreCheckpoint.write` (reactor thread) and made durable

@@ -1,4 +1,4 @@
-"""Put/get counters and TPS samples for the runtime info (``StoreStatsService``, reference §2.3).
+"""Put/get counters and TPS samples for the runtime info (``StoreStatsService``).
 
 Samples are taken once a second by the store (``sample(now)``); a TPS over ``n``
 seconds compares the newest sample with the one ``n`` samples earlier, and is the empty

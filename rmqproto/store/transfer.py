@@ -1,4 +1,4 @@
-"""The unit loop of ``getMessage`` (reference §3.4): a pull's consume-queue units turned into
+"""The unit loop of ``DefaultMessageStore#getMessage``: a pull's consume-queue units turned into
 the stored records they point at, within the transfer caps of one pull.
 
 :func:`transfer_units` is the reference; the C speedups' ``transfer_units`` does the same

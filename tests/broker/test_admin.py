@@ -1,4 +1,4 @@
-"""Topic administration, broker information and queries (reference §2.3), on an in-memory store."""
+"""Topic administration, broker information and queries, on an in-memory store."""
 
 import os
 

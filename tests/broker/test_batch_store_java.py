@@ -1,4 +1,4 @@
-"""Batches stored byte for byte as a real Java 4.9.7 broker stores them (reference §3.6).
+"""Batches stored byte for byte as a real Java 4.9.7 broker stores them.
 
 A Java broker and ``twistd rmq-master`` (brokers ``broker-java`` and ``broker-ours`` of one
 cluster, one NameServer) get the same batches: from the real Java 4.9.8 client
@@ -62,7 +62,7 @@ KEYS = ["k4", "k5", "k5b", "k7", "k8", "k9", "k10", "ok", "hk", "R1"]
 
 
 def batch_body(messages):
-    """A batch body (reference §3.6) of ``(body, properties bytes)`` pairs."""
+    """A batch body (``MessageDecoder#encodeMessages``) of ``(body, properties bytes)`` pairs."""
     return b"".join(struct.pack(">iiiii", 22 + len(body) + len(props), 0, 0, 0, len(body))
                     + body + struct.pack(">h", len(props)) + props for body, props in messages)
 

@@ -1,4 +1,4 @@
-"""kill -9 in the middle of a send storm against ``twistd rmq-master`` (reference §3.2, §3.9).
+"""kill -9 in the middle of a send storm against ``twistd rmq-master``.
 
 ``SendStorm.java`` (Java client 4.9.8, eight threads of sync sends, no retries) records every
 message acknowledged SEND_OK; the broker is killed with SIGKILL mid-stream and started again

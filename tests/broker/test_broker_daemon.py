@@ -1,4 +1,4 @@
-"""``twistd -n rmq-master`` as an operator runs it (reference §6)."""
+"""``twistd -n rmq-master`` as an operator runs it."""
 
 import signal
 import subprocess

@@ -1,4 +1,4 @@
-"""Whole-broker store interop (reference §3): a store directory written by ``twistd rmq-master``
+"""Whole-broker store interop: a store directory written by ``twistd rmq-master``
 is served by a real Java 4.9.7 broker process, and one written by the Java broker is served by
 ``twistd rmq-master``; Java 4.9.8 clients and mqadmin see every message, intact.
 

@@ -1,5 +1,5 @@
 """Real RocketMQ 4.9.8 consumers, mqadmin and the C++ client against ``twistd -n rmq-master``
-registered with ``twistd -n rmq-nameserver`` (reference §2.3, §2.4.4): everything a Java
+registered with ``twistd -n rmq-nameserver``: everything a Java
 producer sent (sync, async, oneway, batch) is consumed exactly once per group by push
 consumers (concurrently and orderly) and the lite pull consumer, intact; failed messages
 come back through ``%RETRY%<group>`` and end in ``%DLQ%<group>``; delayed messages wait

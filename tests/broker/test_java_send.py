@@ -1,5 +1,5 @@
 """Real Java 4.9.8 producers and mqadmin against ``twistd -n rmq-master`` registered with
-``twistd -n rmq-nameserver`` (reference §2.3): sync, async, oneway and batch sends get
+``twistd -n rmq-nameserver``: sync, async, oneway and batch sends get
 SEND_OK with offset msgIds and queue offsets that match what the broker stored; a topic
 made with mqadmin shows in the route; oversize input gets Java's response codes."""
 

@@ -1,4 +1,4 @@
-"""Registration with NameServers (reference §2.2, §4.1, §6), answered by our NameServer's processor."""
+"""Registration with NameServers (``BrokerOuterAPI#registerBrokerAll``), answered by our NameServer's processor."""
 
 import zlib
 

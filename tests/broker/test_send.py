@@ -1,4 +1,4 @@
-"""The send path against an in-memory store: every check and response code of reference §2.3."""
+"""The send path against an in-memory store: every check and response code of Java's ``SendMessageProcessor``."""
 
 import re
 
@@ -83,7 +83,7 @@ def test_send_stores_the_record_and_answers_msg_id(broker, code):
     assert record.store_host == ("10.0.0.1", 10911)
     assert record.born_host == ("192.168.1.7", 40000)
     assert (record.body, record.flag, record.born_timestamp) == (b"hello", 3, NOW_MS - 5)
-    # CLUSTER added, WAIT dropped, Java HashMap order (reference §3.4)
+    # CLUSTER added, WAIT dropped, Java HashMap order (``MessageDecoder#messageProperties2String``)
     assert list(record.properties.items()) == [
         ("UNIQ_KEY", "ABC"), ("CLUSTER", "DefaultCluster"), ("TAGS", "TagA")]
 

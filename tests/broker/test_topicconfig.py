@@ -1,4 +1,4 @@
-"""The topic table: Java's system topics, auto-creation, data versions, topics.json (reference §2.4.1)."""
+"""The topic table: Java's system topics, auto-creation, data versions, topics.json."""
 
 import json
 

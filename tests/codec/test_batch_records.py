@@ -1,5 +1,5 @@
 """decode_batch_records: the records of a batch body as Java's batch encoder stores them
-(reference §3.6): each message's properties bytes as the client sent them, a separator, the
+(``CommitLog.MessageExtBatchEncoder``): each message's properties bytes as the client sent them, a separator, the
 batch's string; the properties parsed from that, as Java's dispatch reads them."""
 
 import struct

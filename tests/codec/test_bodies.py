@@ -1,4 +1,4 @@
-"""The JSON bodies (reference §2.2–§2.4) against the real RocketMQ 4.9.8 classes."""
+"""The JSON bodies against the real RocketMQ 4.9.8 classes."""
 
 import dataclasses
 import json

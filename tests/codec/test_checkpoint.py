@@ -1,4 +1,4 @@
-"""The store checkpoint (reference §3.9)."""
+"""The store checkpoint (Java ``StoreCheckpoint``)."""
 
 import pytest
 from hypothesis import given, settings, strategies as st

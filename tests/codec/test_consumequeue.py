@@ -1,4 +1,4 @@
-"""Consume-queue units against the files of a real DefaultMessageStore (reference §3.7)."""
+"""Consume-queue units against the files of a real DefaultMessageStore."""
 
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -1,5 +1,5 @@
 """DispatchScan.take, the reput's batch reader, against the record-by-record scan
-(reference §3.2)."""
+(``docs/store.md``, "Dispatching")."""
 
 from hypothesis import given, settings, strategies as st
 

@@ -1,4 +1,4 @@
-"""DLedger 0.3.1.2 store formats against DLedgerEntryCoder, MmapFileList and IOUtils (reference §5.6)."""
+"""DLedger 0.3.1.2 store formats against DLedgerEntryCoder, MmapFileList and IOUtils."""
 
 import pytest
 from hypothesis import given, settings

@@ -1,4 +1,4 @@
-"""DLedger 0.3.1.2 RPC bodies against fastjson's JSON.toJSONBytes / JSON.parseObject (reference §5.1–§5.4)."""
+"""DLedger 0.3.1.2 RPC bodies against fastjson's JSON.toJSONBytes / JSON.parseObject."""
 
 import json
 import random

@@ -1,4 +1,4 @@
-"""fastjson's dialect (reference "Conventions") against fastjson 1.2.69 itself."""
+"""fastjson's dialect (``docs/codecs/bodies.md``, "The fastjson dialect") against fastjson 1.2.69 itself."""
 
 import orjson
 import pytest

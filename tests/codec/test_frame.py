@@ -1,4 +1,4 @@
-"""Remoting frames (reference §1.1-§1.4) against RocketMQ 4.9.8's RemotingCommand."""
+"""Remoting frames against RocketMQ 4.9.8's RemotingCommand."""
 
 import struct
 

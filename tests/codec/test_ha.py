@@ -1,4 +1,4 @@
-"""Classic and auto-switch HA stream headers against the Java layouts (reference §4.2, §4.5)."""
+"""Classic and auto-switch HA stream headers against the Java layouts (``HAConnection``, RMQ5 ``AutoSwitchHAConnection``)."""
 
 import pytest
 from hypothesis import given, settings

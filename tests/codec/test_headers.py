@@ -1,4 +1,4 @@
-"""Typed custom headers (reference §1.7, §2.2, §2.3) against the 4.9.8 header classes."""
+"""Typed custom headers against the 4.9.8 header classes."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""Index files against the one a real DefaultMessageStore wrote (reference §3.8)."""
+"""Index files against the one a real DefaultMessageStore wrote."""
 
 import pytest
 from hypothesis import given, settings, strategies as st

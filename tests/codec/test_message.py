@@ -1,4 +1,4 @@
-"""Commit-log records, blanks, scanning, properties, batches and msgIds against the Java classes (reference §3.2–§3.6)."""
+"""Commit-log records, blanks, scanning, properties, batches and msgIds against the Java classes."""
 
 import ipaddress
 import struct
@@ -140,7 +140,7 @@ def test_blank_and_needs_blank():
 # ---------------------------------------------------------------- RMQ5 V2 records (no Java 4.9.8 producer)
 
 def test_v2_record_layout_from_reference():
-    """§3.10: same record, magic 0xDAA320AB, 2-byte topic length (RMQ5 writes it for topics > 127)."""
+    """RMQ5 ``MessageVersion.MESSAGE_VERSION_V2``: same record, magic 0xDAA320AB, 2-byte topic length (RMQ5 writes it for topics > 127)."""
     topic = "t" * 200
     record = m.MessageRecord(topic, b"xyz", {"a": "b"}, born_host=("10.0.0.1", 1),
                              store_host=("10.0.0.2", 2))

@@ -1,7 +1,7 @@
 """The C speedups (``rmqproto.codec._speedups``) against their Python twins: the properties
-split, pick and join (reference §3.4), ``String.hashCode`` continued from a prefix (§3.7),
-the reput's scan of usual records (§3.2), index puts (§3.8) and consume-queue units
-(§3.7), on edge cases, random inputs and corrupt segments; then that the C functions
+split, pick and join, ``String.hashCode`` continued from a prefix,
+the reput's scan of usual records, index puts and consume-queue units
+(``docs/speedups.md``), on edge cases, random inputs and corrupt segments; then that the C functions
 neither leak nor crash on out-of-range arguments. The store's C functions:
 ``test_speedups_store``."""
 
@@ -42,7 +42,7 @@ def _with_and_without(module, run):
         return ours, run()
 
 
-# ---------------------------------------------------------------- string_to_properties (§3.4)
+# ---------------------------------------------------------------- string_to_properties
 
 def _same_properties(text):
     """The C split equals the Python one: same pairs in the same order, plain ``str`` values."""
@@ -96,7 +96,7 @@ def test_properties_random(text):
     _same_properties(text)
 
 
-# ---------------------------------------------------------------- pick_properties (§3.4)
+# ---------------------------------------------------------------- pick_properties
 
 def _same_pick(properties, names, drop):
     """The C pick equals the Python one: the same pairs in the same order, or the same error
@@ -151,7 +151,7 @@ def test_pick_properties_stops_at_what_names_raise():
     assert _same_pick({"a": "b"}, names, ()) == ("raised", ValueError, "stop")
 
 
-# ---------------------------------------------------------------- properties_utf8 (§3.4)
+# ---------------------------------------------------------------- properties_utf8
 
 class _Name(str):
     def __add__(self, other):
@@ -195,7 +195,7 @@ def test_properties_utf8_random(properties):
             m.properties_to_string(properties).encode("utf-8", "surrogateescape")
 
 
-# ---------------------------------------------------------------- hash continued (§3.7)
+# ---------------------------------------------------------------- hash continued
 
 _PREFIXES = st.one_of(INT32, st.integers(), st.integers(-(1 << 200), 1 << 200), st.booleans())
 _HASHED = st.one_of(
@@ -237,7 +237,7 @@ def test_hash_rejects_what_is_not_an_int_and_a_str(args):
         speedups.java_string_hash_continued(*args)
 
 
-# ---------------------------------------------------------------- take_usual_records (§3.2)
+# ---------------------------------------------------------------- take_usual_records
 
 def _usual(i, topic="TopicTest"):
     return m.encode_record(m.MessageRecord(
@@ -512,7 +512,7 @@ def test_take_of_stored_properties_no_encoder_writes(raw):
         m.python_string_to_properties(raw.decode("utf-8", "surrogateescape")).items())
 
 
-# ---------------------------------------------------------------- put_index_hashes (§3.8)
+# ---------------------------------------------------------------- put_index_hashes
 
 _SLOTS, _INDEXES = 5, 9
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -593,7 +593,7 @@ def test_put_hashes_until_full_and_from_start():
     assert outcomes == [3 + _INDEXES - 1, 0, 25] and header.index_count == _INDEXES
 
 
-# ---------------------------------------------------------------- encode_units (§3.7)
+# ---------------------------------------------------------------- encode_units
 
 def _same_units(units):
     ours, python = _with_and_without(cq, lambda: _outcome(cq.encode_units, units))

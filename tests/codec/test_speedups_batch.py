@@ -1,8 +1,8 @@
 """The batch C speedups (``rmqproto.codec._speedups``) against their Python twins: the
-records of a ``SEND_BATCH_MESSAGE`` body (``batch_records``, reference §3.6), the store's
-checks of a batch (``check_batch_records``, the loop of ``commitlog.check_batch``, §3.6) and
+records of a ``SEND_BATCH_MESSAGE`` body (``batch_records``), the store's
+checks of a batch (``check_batch_records``, the loop of ``commitlog.check_batch``) and
 the encoding of a batch as the commit log stores it, straight into a segment's mapping
-(``write_stored_batch``, §3.2, §3.6).
+(``write_stored_batch``).
 Every slot of every record is compared (value, type, the order of the properties dict), on
 random and edge-case inputs: where the C function declines (None), the Python twin raises,
 or the wrapper falls back and answers as Python does, no record changed before. Then that
@@ -56,7 +56,7 @@ def _all_slots(records):
     return [_slots(r) for r in records]
 
 
-# ---------------------------------------------------------------- batch_records (§3.6)
+# ---------------------------------------------------------------- batch_records
 
 #: A message's own properties bytes: as clients write them (test_batch_records), any bytes,
 #: or odd ones (lone surrogates as UTF-8, escapes, separators only, a name without value).
@@ -234,7 +234,7 @@ def test_batch_records_of_another_record_type(record_type):
     assert child.stdout.split()[0] in ("TypeError", "AttributeError")
 
 
-# ---------------------------------------------------------------- check_batch (§3.6)
+# ---------------------------------------------------------------- check_batch
 
 _TOO_LONG = b"p" * (m.MAX_PROPERTIES_LENGTH + 1)
 #: What may be done to one record of a batch before it is checked.
@@ -358,7 +358,7 @@ def test_check_batch_of_a_queue_id_unequal_to_itself():
     assert _same_check(records, 1 << 22)[0] is commitlog.PutMessageStatus.MESSAGE_ILLEGAL
 
 
-# -------------------------------------------------------- write_stored_batch (§3.2, §3.6)
+# -------------------------------------------------------- write_stored_batch
 
 _BAD = object()
 #: What may be done to one record of a batch before it is encoded (the first record's

@@ -1,4 +1,4 @@
-"""A batch body written whole (``PackedBatch``, reference §3.2, §3.6): ``pack_batch`` and
+"""A batch body written whole (``PackedBatch``): ``pack_batch`` and
 ``write_packed_batch`` against the records ``decode_batch_records`` makes and
 ``write_stored_batch`` writes. The same bytes, message ids and dispatch fields (the
 properties dicts in order) on random and edge-case bodies; what ``pack_batch`` leaves to the

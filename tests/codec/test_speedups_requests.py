@@ -1,6 +1,6 @@
 """The C decoders of a request against the Python ones they front: the frame
-(``decode_frame``, reference §1.1–§1.3) on random and malformed JSON and binary frames,
-and the request header (``decode_header``, §2.1) of every header class on random
+(``decode_frame``) on random and malformed JSON and binary frames,
+and the request header (``decode_header``) of every header class on random
 ``extFields`` with texts around the int and long limits, signs, Unicode digits and case
 variants of booleans. Values and errors must be the same. ``test_headers.py`` checks the
 header decoders against decoding field by field, ``test_frame.py`` the frames against the

@@ -1,7 +1,7 @@
 """The store's C speedups (``rmqproto.codec._speedups``) against their Python twins: dispatch
-requests of decoded fields (reference §3.2, §3.7), index entries of requests (§3.8),
-consume-queue runs and their units written into a queue's file (§3.7) and the checks of
-one message (``check_message_record``, ``check_usual_message``, §3.2), the reput of usual
+requests of decoded fields, index entries of requests,
+consume-queue runs and their units written into a queue's file and the checks of
+one message (``check_message_record``, ``check_usual_message``), the reput of usual
 records straight from their bytes (``dispatch_usual_records``), on edge cases and random inputs; then that
 they do not leak.
 The codec's C functions: ``test_speedups``."""

@@ -1,5 +1,5 @@
 """The unit loop of a pull in C (``transfer_units``) against its Python twin
-(:func:`rmqproto.store.transfer.python_transfer_units`, reference §3.4): segments, caps,
+(:func:`rmqproto.store.transfer.python_transfer_units`, ``DefaultMessageStore#getMessage``): segments, caps,
 filters and damaged units on random inputs and edge cases; then that it does not leak."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""A store directory written only by our codecs, read back by Java's DefaultMessageStore (reference §3)."""
+"""A store directory written only by our codecs, read back by Java's DefaultMessageStore."""
 
 import pytest
 

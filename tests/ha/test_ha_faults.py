@@ -1,4 +1,4 @@
-"""Faults on a replicating pair (reference §4): our ``twistd rmq-master`` as SYNC_MASTER with
+"""Faults on a replicating pair: our ``twistd rmq-master`` as SYNC_MASTER with
 a real Java 4.9.7 slave, and again with our ``twistd rmq-slave``; the slave reaches the
 master's HA port through a :class:`~support.faultproxy.FaultProxy` (its ``haMasterAddress``).
 

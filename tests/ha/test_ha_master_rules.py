@@ -1,4 +1,4 @@
-"""The master's pure HA rules (reference §4.2, §4.3): replica tracking, where a transfer
+"""The master's pure HA rules (``docs/ha.md``): replica tracking, where a transfer
 starts, the group-transfer waits and the flow monitor. No sockets, no clock."""
 
 import pytest

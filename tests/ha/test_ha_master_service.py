@@ -1,4 +1,4 @@
-"""The master's HA adapter (reference §4.2, §4.3): connections on ``StringTransport``, the
+"""The master's HA adapter (``docs/ha.md``): connections on ``StringTransport``, the
 service on ``MemoryReactorClock``, a fake store with small segments. No sockets."""
 
 from types import SimpleNamespace

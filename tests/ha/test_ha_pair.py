@@ -1,4 +1,4 @@
-"""Our ``twistd rmq-master`` as SYNC_MASTER with a slave replicating from it (reference §4),
+"""Our ``twistd rmq-master`` as SYNC_MASTER with a slave replicating from it,
 driven by real Java 4.9.8 clients through our NameServer; every test runs with a real
 Java 4.9.7 slave and with our ``twistd rmq-slave``.
 

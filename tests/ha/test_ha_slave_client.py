@@ -1,4 +1,4 @@
-"""The slave's HA client state machine (reference §4.2; RMQ5 ``DefaultHAClient``), driven
+"""The slave's HA client state machine (``HAService.HAClient``; RMQ5 ``DefaultHAClient``), driven
 by hand with ``now`` values and an in-memory commit log: states, reports, appends at
 exactly the advertised offset for any split of the stream, offset mismatches, the
 re-seed recovery, reconnect backoff and housekeeping."""

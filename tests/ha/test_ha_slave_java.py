@@ -1,4 +1,4 @@
-"""Our ``twistd rmq-slave`` replicating a real Java 4.9.7 master (reference §4), both
+"""Our ``twistd rmq-slave`` replicating a real Java 4.9.7 master, both
 registered with a real Java NameServer: the slave learns the master's HA and remoting
 addresses from its REGISTER_BROKER answers; after a Java producer's load the two commit
 logs are byte-identical; a topic created and an offset committed on the master reach the

@@ -1,4 +1,4 @@
-"""The slave's HA service on a memory reactor (reference §4.2, §4.4): the master's HA
+"""The slave's HA service on a memory reactor (``docs/ha-slave.md``): the master's HA
 address comes from the registration (or ``haMasterAddress``), the connection is made,
 reported on, fed, kept alive, closed on silence and made again; metadata sync follows
 the master's remoting address; the runtime info shows the client's state."""

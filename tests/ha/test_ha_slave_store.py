@@ -1,4 +1,4 @@
-"""The HA client against real stores (reference §4.2): a slave ``DefaultMessageStore``
+"""The HA client against real stores: a slave ``DefaultMessageStore``
 fed the bytes a master store holds, in transfers the size Java's master sends, ends with
 a byte-identical commit log, consume queues a consumer can read, and survives a re-seed."""
 
@@ -204,7 +204,7 @@ def test_a_clean_stop_dispatches_what_replication_appended(pair, tmp_path):
 
 def test_replicated_bytes_are_flushed_by_the_periodic_rounds_only(pair):
     """As Java's ``appendToCommitLog``, an append wakes the reput, not the flusher: the bytes
-    are flushed by the ``flushIntervalCommitLog`` rounds (reference §4.4)."""
+    are flushed by the ``flushIntervalCommitLog`` rounds (``CommitLog.FlushRealTimeService``)."""
     master, slave = pair
     fill(master, 300)
     jobs = []

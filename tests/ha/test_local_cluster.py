@@ -1,4 +1,4 @@
-"""``twistd -n rmq-local`` (reference §4): one command starts a NameServer, a SYNC_MASTER and
+"""``twistd -n rmq-local``: one command starts a NameServer, a SYNC_MASTER and
 its slave; a real Java 4.9.8 producer and consumer use it through the NameServer alone.
 
 The route names both brokers (ids 0 and 1); ProduceConsume gets SEND_OK for every message and

@@ -1,4 +1,4 @@
-"""SlaveSynchronize (reference §4.4): a slave controller copies a master controller's
+"""SlaveSynchronize: a slave controller copies a master controller's
 topics, consumer offsets, delay offsets and subscription groups through the real
 GET_ALL_* handlers, on Java's schedule, and persists them; failures leave tables alone."""
 

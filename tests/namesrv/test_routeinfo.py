@@ -1,4 +1,4 @@
-"""The pure route table: registration, slaves, routes, expiry and channel close (reference §2.2)."""
+"""The pure route table: registration, slaves, routes, expiry and channel close (Java ``RouteInfoManager``)."""
 
 import pytest
 

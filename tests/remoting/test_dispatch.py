@@ -1,4 +1,4 @@
-"""The processor table and the generic server behaviour (reference §1.8), without any I/O."""
+"""The processor table and the generic server behaviour (``NettyRemotingAbstract#processRequestCommand``), without any I/O."""
 
 from twisted.internet.defer import Deferred
 

@@ -1,4 +1,4 @@
-"""The connection protocol on an in-memory transport with a fake clock (reference §1)."""
+"""The connection protocol on an in-memory transport with a fake clock."""
 
 import struct
 

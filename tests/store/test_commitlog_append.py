@@ -1,4 +1,4 @@
-"""CommitLog.append_message against CommitLog.append (reference §3.2): one record written
+"""CommitLog.append_message against CommitLog.append: one record written
 either way leaves the same bytes, counters and result."""
 
 import copy

@@ -1,4 +1,4 @@
-"""DefaultMessageStore on files with small segments and a fake clock (reference §2.3, §3)."""
+"""DefaultMessageStore on files with small segments and a fake clock."""
 
 import os
 

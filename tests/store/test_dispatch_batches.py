@@ -1,4 +1,4 @@
-"""Batched dispatch (reference §3.7): a run of consume-queue units written at once and a reput
+"""Batched dispatch: a run of consume-queue units written at once and a reput
 in slices leave exactly the bytes that unit-by-unit, all-at-once dispatch leaves."""
 
 import os

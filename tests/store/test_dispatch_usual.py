@@ -1,4 +1,4 @@
-"""The reput of usual records in C (``dispatch_usual_records``, reference §3.7, §3.8) leaves
+"""The reput of usual records in C (``dispatch_usual_records``) leaves
 exactly the consume queues, index files and checkpoint times that the request-by-request
 path leaves, whatever the records: topics, tags and keys in ASCII or not, the schedule
 topic, transactions, IPv6 hosts, more queues than one C batch gathers, logical offsets that

@@ -1,4 +1,4 @@
-"""IndexService.build_indexes puts a batch's keys at once (reference §3.8): the files, their
+"""IndexService.build_indexes puts a batch's keys at once: the files, their
 names and the full files left to flush equal what one put per key, request by request
 (Java's ``buildIndex``), leaves; tiny files make the batches cross files."""
 

@@ -1,4 +1,4 @@
-"""Store directories shared with Java's 4.9.8 DefaultMessageStore (reference §3).
+"""Store directories shared with Java's 4.9.8 DefaultMessageStore.
 
 * the files of a real Java store run (``store_files`` vectors, written by StoreFamily.java)
   are opened and served by our store: same queues, offsets and key lookups as Java read;

@@ -1,4 +1,4 @@
-"""kill -9 in the middle of SYNC_FLUSH puts: every acknowledged message survives (reference §3).
+"""kill -9 in the middle of SYNC_FLUSH puts: every acknowledged message survives.
 
 A child process puts messages with several in flight and prints each acknowledgement;
 it is killed with SIGKILL mid-stream, a torn record is added at the end of the commit

@@ -1,5 +1,5 @@
 """A batch the broker hands over packed (``PackedBatch``) against the same batch as records
-(reference §3.2, §3.6): two stores fed the same batches, one each way, answer the same, write
+(``CommitLog.MessageExtBatchEncoder``): two stores fed the same batches, one each way, answer the same, write
 the same commit log and consume queues, find the same keys, and refuse the same batches."""
 
 import itertools

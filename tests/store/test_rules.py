@@ -1,5 +1,5 @@
 """The store's pure rules, without files: recovery decisions, flush thresholds, group commit,
-pull caps and offset corrections, put checks, delay levels (reference §2.3, §3)."""
+pull caps and offset corrections, put checks, delay levels (``docs/store.md``)."""
 
 import struct
 

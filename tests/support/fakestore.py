@@ -8,7 +8,7 @@ the stored properties string of Java's batch rule; the tags code is the dispatch
 (``dispatch_request``: the delivery time in the schedule topic), and each put's request is
 handed to the ``dispatch_listeners`` (after the ``append_listeners``, which the real store
 calls once at a reactor turn's end; here each put is a turn of its own). ``get_message`` answers
-Java's statuses (reference §2.3); nothing waits for a flush.
+Java's statuses; nothing waits for a flush.
 
 Knobs: ``put_status`` (every put answers it; the stored statuses still store),
 ``suggest_slave``, ``min_offsets``. What the broker did: ``puts`` (the records stored),

@@ -1,4 +1,4 @@
-"""Offline checks for replication tests (reference §4, §3.2).
+"""Offline checks for replication tests.
 
 * :func:`compare_commit_logs`: two commit-log directories hold the same bytes, file for
   file; a trailing segment that is all zeros on one side only is allowed (Java and our

@@ -1,4 +1,4 @@
-"""A master/slave pair for replication tests (reference §4): our NameServer and our
+"""A master/slave pair for replication tests: our NameServer and our
 ``twistd rmq-master`` as SYNC_MASTER, with a slave that is either a real Java 4.9.7 broker
 or our ``twistd rmq-slave``; optionally a :class:`~support.faultproxy.FaultProxy` on the HA
 stream (the slave's ``haMasterAddress`` points at it). Java producers and the send storm

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the fields of commit-log records (reference §3.2), shared by the
+"""Hypothesis strategies for the fields of commit-log records, shared by the
 record codec tests."""
 
 from hypothesis import strategies as st

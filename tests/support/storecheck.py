@@ -1,5 +1,5 @@
 """An offline consistency check of a store directory: the commit log against its consume
-queues (reference §3.1, §3.2, §3.7).
+queues (``docs/store.md``).
 
 :func:`check_store` walks the commit log the way recovery does (sizes and body CRCs) and
 reads every consume queue the way its recovery does (units up to the first invalid one).

@@ -1,1 +1,1 @@
-"""The broker's request processors, one module per family of requests (reference §2.3)."""
+"""The broker's request processors, one module per family of requests, as in Java."""

@@ -1,5 +1,5 @@
 """Topic administration, broker information and message queries, answered as Java's
-``AdminBrokerProcessor`` and ``QueryMessageProcessor`` do (reference §2.3).
+``AdminBrokerProcessor`` and ``QueryMessageProcessor`` do.
 
 UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG,
 UPDATE_BROKER_CONFIG, GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME,

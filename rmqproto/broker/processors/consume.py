@@ -1,6 +1,6 @@
 """The consume side of the broker, answered as Java's ``PullMessageProcessor``,
 ``ConsumerManageProcessor``, ``ClientManageProcessor`` and the consumer parts of
-``SendMessageProcessor`` and ``AdminBrokerProcessor`` do (reference §2.3, §2.4.4).
+``SendMessageProcessor`` and ``AdminBrokerProcessor`` do.
 
 PULL_MESSAGE (every store status → response code row, sysFlag bits, tag filtering by
 tags code, ``suggestWhichBrokerId``, long polling), QUERY/UPDATE_CONSUMER_OFFSET,
@@ -47,7 +47,7 @@ __all__ = [
 
 log = Logger()
 
-# PullSysFlag bits (reference §2.3)
+# PullSysFlag bits (Java ``PullSysFlag``)
 PULL_COMMIT_OFFSET = 0x1
 PULL_SUSPEND = 0x2
 PULL_SUBSCRIPTION = 0x4
@@ -75,7 +75,7 @@ _STATUS_CODES = {
 
 
 def pull_response_code(status, requested_offset):
-    """The response code of a store status (reference §2.3, PULL_MESSAGE table).
+    """The response code of a store status (``PullMessageProcessor#processRequest``).
 
     An empty or unknown queue is PULL_OFFSET_MOVED unless the pull asked for offset 0.
     """

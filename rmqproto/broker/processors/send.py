@@ -1,5 +1,5 @@
 """SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, answered as Java's
-``SendMessageProcessor`` does (reference §2.3, §3.4, §3.6).
+``SendMessageProcessor`` does.
 
 The checks run in Java's order (``preSend`` → ``msgCheck``): start-accept time, broker
 permission for order topics, topic name, not-allowed-send topics, topic lookup or
@@ -405,7 +405,7 @@ class SendMessageProcessor:
         return record, wait_store_msg_ok(properties)
 
     def batch_records(self, header, body, topic_config, queue_id, context):
-        """The records ``asyncSendBatchMessage`` stores (reference §3.6): each batch message's
+        """The records ``asyncSendBatchMessage`` stores (``MessageExtBatchEncoder``): each batch message's
         own properties bytes, then the batch's string (the header's properties and
         ``CLUSTER``, in ``HashMap`` order), as ``decode_batch_records`` gives them (packed:
         ``pack_batch``, which makes them only when read); and the batch's ``WAIT`` (the

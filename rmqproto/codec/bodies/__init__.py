@@ -1,4 +1,4 @@
-"""The JSON bodies of the NameServer and broker protocol (reference §2.2–§2.4).
+"""The JSON bodies of the NameServer and broker protocol (``docs/codecs/bodies.md``).
 
 Every class is a dataclass with snake_case attributes and Java's JSON names on the
 wire: ``obj.to_json()`` gives fastjson's exact bytes, ``Cls.from_json(data)`` reads

@@ -3,7 +3,7 @@
 A body class is declared with :func:`json_bean` and fields made by :func:`member`;
 the declarations give the encoder (fastjson's layout: members in alphabetical
 order of their Java names, ``None`` left out) and a strict decoder that raises only
-:class:`~rmqproto.errors.CodecError` (reference "Conventions").
+:class:`~rmqproto.errors.CodecError` (``docs/codecs/bodies.md``).
 """
 
 import dataclasses
@@ -244,7 +244,7 @@ class JsonBean:
         return cls(**kwargs)
 
     def to_json(self, standard=False):
-        """fastjson's bytes; ``standard`` adds BrowserCompatible and MapSortField (reference §2.4.2)."""
+        """fastjson's bytes; ``standard`` adds BrowserCompatible and MapSortField (``acceptStandardJsonOnly``)."""
         return fastjson.dumps(self.to_value(), browser_compatible=standard, sort_maps=standard)
 
     @classmethod

@@ -1,4 +1,4 @@
-"""Bodies clients send to brokers: heartbeats, queue locks, consumer lists (reference §2.3, §2.4.4).
+"""Bodies clients send to brokers: heartbeats, queue locks, consumer lists (Java ``HeartbeatData``, ``LockBatchRequestBody``).
 
 Java ``Set`` members are Python lists kept in the order read; the helpers that
 build sets afresh (:meth:`SubscriptionData.for_expression`) order them as a

@@ -1,4 +1,4 @@
-"""Offset tables, subscription groups and the admin statistics mqadmin reads (reference §2.3).
+"""Offset tables, subscription groups and the admin statistics mqadmin reads (Java ``ConsumeStats``, …).
 
 The broker keeps these in ``config/consumerOffset.json``, ``config/delayOffset.json``
 and ``config/subscriptionGroup.json`` and serves them with GET_ALL_CONSUMER_OFFSET,
@@ -35,7 +35,7 @@ class DelayOffsetSerializeWrapper(JsonBean):
 
 @json_bean
 class SubscriptionGroupConfig(JsonBean):
-    """A consumer group's settings; the defaults are Java's (reference §2.3)."""
+    """A consumer group's settings; the defaults are Java's (``SubscriptionGroupConfig``)."""
 
     group_name: str = member(STRING)
     consume_enable: bool = member(BOOL, default=True)

@@ -1,4 +1,4 @@
-"""NameServer answers: routes, cluster info, topic lists, key-value tables (reference §2.2, §2.4.2, §2.4.3).
+"""NameServer answers: routes, cluster info, topic lists, key-value tables (``TopicRouteData``, ``ClusterInfo``, …).
 
 ``brokerAddrs`` maps broker ids (Java ``Long``) to addresses: fastjson's default
 mode writes the ids unquoted (``{0:"10.0.0.1:10911"}``), the standard variant
@@ -42,7 +42,7 @@ class BrokerData(JsonBean):
 
 @json_bean
 class TopicRouteData(JsonBean):
-    """GET_ROUTEINFO_BY_TOPIC's body (reference §2.4.2)."""
+    """GET_ROUTEINFO_BY_TOPIC's body (``TopicRouteData``, ``QueueData``, ``BrokerData``)."""
 
     queue_datas: list = member(ListOf(BeanOf(QueueData)), default=None)
     broker_datas: list = member(ListOf(BeanOf(BrokerData)), default=None)

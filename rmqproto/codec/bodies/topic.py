@@ -1,4 +1,4 @@
-"""Topic configuration bodies and REGISTER_BROKER's body (reference §2.2, §2.4.1).
+"""Topic configuration bodies and REGISTER_BROKER's body (``RegisterBrokerBody``, ``TopicConfig``).
 
 ``RegisterBrokerBody`` travels plain (fastjson JSON) or, when the broker sets
 ``compressedRegister``, as a zlib stream (Java ``Deflater(BEST_COMPRESSION)``) of
@@ -22,7 +22,7 @@ __all__ = [
     "TopicConfigSerializeWrapper", "RegisterBrokerBody", "MAX_INFLATED_REGISTER_BODY",
 ]
 
-#: ``PermName`` bits (reference §2.4.1).
+#: ``PermName`` bits.
 PERM_PRIORITY = 8
 PERM_READ = 4
 PERM_WRITE = 2
@@ -97,7 +97,7 @@ def _java_parse_int(text):
 
 @json_bean
 class TopicConfigSerializeWrapper(JsonBean):
-    """GET_ALL_TOPIC_CONFIG's body and the pre-V3_0_11 register body (reference §2.4.1)."""
+    """GET_ALL_TOPIC_CONFIG's body and the pre-V3_0_11 register body (``TopicConfigSerializeWrapper``)."""
 
     topic_config_table: dict = member(MapOf(STRING, BeanOf(TopicConfig)), factory=dict)
     data_version: DataVersion = member(BeanOf(DataVersion), factory=DataVersion)
@@ -111,7 +111,7 @@ _INT32 = struct.Struct(">i")
 
 @json_bean
 class RegisterBrokerBody(JsonBean):
-    """REGISTER_BROKER's body, plain or compressed (reference §2.4.1)."""
+    """REGISTER_BROKER's body, plain or compressed (``RegisterBrokerBody#encode``/``decode``)."""
 
     topic_config_serialize_wrapper: TopicConfigSerializeWrapper = member(
         BeanOf(TopicConfigSerializeWrapper), factory=TopicConfigSerializeWrapper)

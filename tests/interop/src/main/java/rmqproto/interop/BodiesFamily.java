@@ -51,7 +51,7 @@ import org.apache.rocketmq.common.subscription.SubscriptionGroupConfig;
 import org.apache.rocketmq.store.schedule.DelayOffsetSerializeWrapper;
 
 /**
- * Vectors and decoders of the JSON bodies (reference section 2.4) and of fastjson's dialect.
+ * Vectors and decoders of the JSON bodies (docs/codecs/bodies.md) and of fastjson's dialect.
  *
  * <p>Every vector's "fields" is the decoded object as a JSON tree whose non-string map keys
  * became strings (numbers as digits, objects as their sorted JSON).

@@ -27,7 +27,7 @@ import org.apache.rocketmq.remoting.protocol.RemotingSysResponseCode;
 import org.apache.rocketmq.remoting.protocol.SerializeType;
 
 /**
- * Remoting frames (reference §1) and custom headers (§1.7, §2.2, §2.3).
+ * Remoting frames ({@code RemotingCommand}) and custom headers.
  *
  * <p>Frames are encoded with {@code fastEncodeHeader} plus the body, exactly as the Netty
  * encoder puts them on the wire, and the recorded fields are what {@code RemotingCommand.decode}

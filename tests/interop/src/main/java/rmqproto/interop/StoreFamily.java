@@ -35,7 +35,7 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
 /**
- * Vectors and decoders of the store formats (reference section 3): commit-log records,
+ * Vectors and decoders of the store formats (docs/codecs/store.md): commit-log records,
  * properties, client batches, offset message ids, Java hashing/CRC/file names, and the
  * files a real DefaultMessageStore writes.
  */

@@ -1,0 +1,1 @@
+"""DLedger: the Raft commit log of RocketMQ (``docs/dledger.md``)."""
