@@ -903,6 +903,22 @@ class DefaultMessageStore:
     def get_topics(self):
         return sorted(self.consume_queue_table)
 
+    @_dispatched_first
+    def clean_unused_topic(self, topics):
+        """``cleanUnusedTopic``: delete the consume queues of every topic not in ``topics``
+        (but the schedule and transaction-op topics) and forget their queue offsets; the
+        records stay in the commit log until retention. The number of topics cleaned."""
+        doomed = [topic for topic in self.consume_queue_table
+                  if topic not in topics and topic not in _KEPT_TOPICS]
+        for topic in doomed:
+            for queue_id, cq in self.consume_queue_table.pop(topic).items():
+                cq.destroy()
+                self.commit_log.topic_queue_table.pop((topic, queue_id), None)
+                _remove_empty_dir(os.path.join(self.paths["consumequeue"], topic, str(queue_id)))
+            _remove_empty_dir(os.path.join(self.paths["consumequeue"], topic))
+            log.info("cleanUnusedTopic: the consume queues of {topic} are deleted", topic=topic)
+        return len(doomed)
+
     def runtime_info(self):
         now = self.now()
         info = self.stats.runtime_info(now)
@@ -921,6 +937,17 @@ class DefaultMessageStore:
         for provider in self.runtime_info_providers:
             info.update(provider())
         return info
+
+
+#: Topics ``cleanUnusedTopic`` keeps whatever the topic config says.
+_KEPT_TOPICS = frozenset((SCHEDULE_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC"))
+
+
+def _remove_empty_dir(path):
+    try:
+        os.rmdir(path)
+    except OSError:  # gone already, or still holds something
+        pass
 
 
 def _human_bytes(count):

@@ -104,6 +104,10 @@ class IMessageStore(Interface):
     def get_topics():
         """The topics that have consume queues."""
 
+    def clean_unused_topic(topics):
+        """Delete the consume queues of the topics not in ``topics`` (DELETE_TOPIC_IN_BROKER);
+        the number of topics cleaned."""
+
     def runtime_info():
         """Java's ``getRuntimeInfo`` key/value table (strings), for GET_BROKER_RUNTIME_INFO."""
 

@@ -199,3 +199,19 @@ def test_update_broker_config_reports_a_file_it_cannot_save(broker, tmp_path):
     answer = update_config(broker, maxMessageSize="2048")
     assert answer.code == R.SYSTEM_ERROR and "could not be saved" in answer.remark
     assert broker.config["maxMessageSize"] == 2048
+
+
+def test_delete_topic_in_broker(broker):
+    create_topic(broker, "Doomed")
+    create_topic(broker, "Kept")
+    send(broker, topic="Doomed", queue_id=0)
+    send(broker, topic="Kept", queue_id=0)
+    answer = call(broker, RC.DELETE_TOPIC_IN_BROKER, {"topic": "Doomed"})
+    assert answer.code == R.SUCCESS
+    assert broker.topic_config_manager.select_topic_config("Doomed") is None
+    assert "Doomed" not in broker.store.get_topics() and "Kept" in broker.store.get_topics()
+    for topic, remark in (("TBW102", "The topic[TBW102] is conflict with system topic."),
+                          ("a b", "The specified topic contains illegal characters, allowing only "
+                                  "^[%|a-zA-Z0-9_-]+$")):
+        answer = call(broker, RC.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+        assert (answer.code, answer.remark) == (R.SYSTEM_ERROR, remark)

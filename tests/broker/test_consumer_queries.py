@@ -6,7 +6,7 @@ from test_clients import heartbeat
 
 from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.client import (
-    ConsumeType, ConsumerConnection, GroupList, MessageModel,
+    ConsumeType, ConsumerConnection, GroupList, MessageModel, ProducerConnection,
 )
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 
@@ -50,3 +50,31 @@ def test_query_topic_consume_by_who_joins_subscribers_and_stored_offsets(tmp_pat
     assert who("T") == ["offline", "online"]
     assert who("U") == ["other"]
     assert who("V") == []
+
+
+def test_producer_connection_list(tmp_path):
+    broker = Controller(tmp_path)
+    broker.call(RC.HEART_BEAT, body=heartbeat("P1", group=None, producer="pg"),
+                connection=Connection("10.0.0.3:1"))
+    response = broker.call(RC.GET_PRODUCER_CONNECTION_LIST,
+                           h.GetProducerConnectionListRequestHeader(producer_group="pg"))
+    assert response.code == R.SUCCESS
+    body = ProducerConnection.from_json(response.body)
+    assert [(c.client_id, c.client_addr) for c in body.connection_set] == [("P1", "10.0.0.3:1")]
+    missing = broker.call(RC.GET_PRODUCER_CONNECTION_LIST,
+                          h.GetProducerConnectionListRequestHeader(producer_group="nobody"))
+    assert (missing.code, missing.remark) == (R.SYSTEM_ERROR, "the producer group[nobody] not exist")
+
+
+def test_delete_subscription_group(tmp_path):
+    broker = Controller(tmp_path)
+    groups, offsets = broker.subscription_group_manager, broker.consumer_offset_manager
+    groups.find_subscription_group_config("gone")
+    groups.find_subscription_group_config("kept")
+    offsets.commit_offset("gone", "T", 0, 5)
+    offsets.commit_offset("kept", "T", 0, 7)
+    answer = broker.call(RC.DELETE_SUBSCRIPTIONGROUP, h.DeleteSubscriptionGroupRequestHeader(
+        group_name="gone", remove_offset=True))
+    assert answer.code == R.SUCCESS
+    assert "gone" not in groups.subscription_group_table and "kept" in groups.subscription_group_table
+    assert offsets.query_offset("gone", "T", 0) == -1 and offsets.query_offset("kept", "T", 0) == 7

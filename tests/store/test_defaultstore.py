@@ -810,3 +810,17 @@ def test_written_files_parse_with_the_codecs(stores):
     cq_file = os.path.join(store.paths["consumequeue"], "TopicA", "0", offset_to_file_name(0))
     units = consumequeue.valid_units(open(cq_file, "rb").read())
     assert len(units) == 10
+
+
+def test_clean_unused_topic_deletes_the_queues_of_unconfigured_topics(stores):
+    store = stores.open()
+    fill(store, 6, "Gone")
+    fill(store, 4, "Kept")
+    put(store, record("Kept", 0, b"later", DELAY="3"))
+    root = store.paths["consumequeue"]
+    assert store.clean_unused_topic({"Kept"}) == 1
+    assert store.get_topics() == sorted(["Kept", SCHEDULE_TOPIC])
+    assert not os.path.exists(os.path.join(root, "Gone"))
+    assert store.get_max_offset_in_queue("Gone", 0) == 0
+    assert put(store, record("Gone", 0, b"again")).append_result.logics_offset == 0
+    assert len(read_queue(store, "Kept", 0)) == 2

@@ -215,5 +215,11 @@ class FakeStore:
     def get_topics(self):
         return sorted({topic for topic, _ in self.queues})
 
+    def clean_unused_topic(self, topics):
+        doomed = {topic for topic, _ in self.queues if topic not in topics}
+        for key in [key for key in self.queues if key[0] in doomed]:
+            del self.queues[key]
+        return len(doomed)
+
     def runtime_info(self):
         return {"commitLogMaxOffset": str(len(self.log)), "commitLogMinOffset": "0"}

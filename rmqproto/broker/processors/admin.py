@@ -2,7 +2,7 @@
 ``AdminBrokerProcessor`` and ``QueryMessageProcessor`` do.
 
 UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG,
-UPDATE_BROKER_CONFIG, GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME,
+UPDATE_BROKER_CONFIG, DELETE_TOPIC_IN_BROKER, GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME,
 GET_TOPIC_STATS_INFO, VIEW_MESSAGE_BY_ID, QUERY_MESSAGE and DELETE_EXPIRED_COMMITLOG.
 """
 
@@ -75,6 +75,7 @@ class AdminBrokerProcessor:
             RC.VIEW_MESSAGE_BY_ID: self.view_message_by_id,
             RC.QUERY_MESSAGE: self.query_message,
             RC.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
+            RC.DELETE_TOPIC_IN_BROKER: self.delete_topic_in_broker,
         }
         for code, handler in handlers.items():
             dispatcher.register(int(code), handler)
@@ -103,6 +104,26 @@ class AdminBrokerProcessor:
         # Java waits for the NameServers before answering (registerIncrementBrokerData)
         return self.controller.registration.register_increment(topic_config).addCallback(
             lambda _: request.response(R.SUCCESS))
+
+    def delete_topic_in_broker(self, request, context):
+        """``mqadmin deleteTopic``'s broker half: the topic's configuration goes (and with the
+        next registration its route), and so do the consume queues of every topic no longer
+        configured (``AdminBrokerProcessor#deleteTopic``, ``cleanUnusedTopic``)."""
+        if is_slave(self.config):
+            return request.response(R.SYSTEM_ERROR, remark=_SLAVE_REMARK)
+        header = h.DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
+        log.info("deleteTopic called by {peer}", peer=context.peer)
+        topic = header.topic
+        invalid = validate_topic(topic)
+        if invalid is not None:
+            return request.response(R.SYSTEM_ERROR, remark=invalid)
+        manager = self.controller.topic_config_manager
+        if manager.is_system_topic(topic):
+            return request.response(R.SYSTEM_ERROR,
+                                    remark="The topic[%s] is conflict with system topic." % topic)
+        manager.delete_topic_config(topic)
+        self.store.clean_unused_topic(set(manager.topic_config_table))
+        return request.response(R.SUCCESS)
 
     def get_all_topic_config(self, request, context):
         return request.response(R.SUCCESS, body=self.controller.topic_config_manager.encode())

@@ -27,7 +27,8 @@ from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.client import (
     EXPRESSION_TYPE_TAG, SUB_ALL, Connection, ConsumerConnection,
     GetConsumerListByGroupResponseBody, GroupList, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody, MessageModel, MessageQueue, SubscriptionData, UnlockBatchRequestBody,
+    LockBatchResponseBody, MessageModel, MessageQueue, ProducerConnection, SubscriptionData,
+    UnlockBatchRequestBody,
 )
 from rmqproto.codec.bodies.offsets import ConsumeStats, OffsetWrapper, SubscriptionGroupConfig
 from rmqproto.codec.bodies.topic import PERM_READ, PERM_WRITE, TOPIC_SYS_FLAG_UNIT_SUB
@@ -202,6 +203,8 @@ class ConsumeProcessor:
             RC.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
             RC.GET_CONSUME_STATS: self.get_consume_stats,
             RC.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
+            RC.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
+            RC.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
             RC.QUERY_TOPIC_CONSUME_BY_WHO: self.query_topic_consume_by_who,
         }
         for code, handler in handlers.items():
@@ -427,13 +430,35 @@ class ConsumeProcessor:
         if info is None:
             return request.response(R.CONSUMER_NOT_ONLINE, remark="the consumer group[%s] not online"
                                     % header.consumer_group)
-        connections = [Connection(client_id=c.client_id, client_addr=getattr(c.connection, "peer", None),
-                                  language=c.language, version=c.version)
-                       for c in info.channel_info_table.values()]
+        connections = [_connection(c) for c in info.channel_info_table.values()]
         return request.response(R.SUCCESS, body=ConsumerConnection(
             connection_set=connections, subscription_table=dict(info.subscription_table),
             consume_type=info.consume_type, message_model=info.message_model,
             consume_from_where=info.consume_from_where).to_json())
+
+    def get_producer_connection_list(self, request, context):
+        """``mqadmin producerConnection``: the connections of a producer group."""
+        header = h.GetProducerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
+        channels = self.controller.client_manager.producers.group_channel_table.get(
+            header.producer_group)
+        if channels is None:
+            return request.response(R.SYSTEM_ERROR, remark="the producer group[%s] not exist"
+                                    % header.producer_group)
+        return request.response(R.SUCCESS, body=ProducerConnection(connection_set=[
+            _connection(info) for info in channels.values()]).to_json())
+
+    def delete_subscription_group(self, request, context):
+        """``mqadmin deleteSubGroup``: forget a group's configuration, and its offsets when
+        ``removeOffset`` is set (``AdminBrokerProcessor#deleteSubscriptionGroup``)."""
+        if self.is_slave:
+            return request.response(R.SYSTEM_ERROR, remark=_SLAVE_REMARK)
+        header = h.DeleteSubscriptionGroupRequestHeader.from_ext_fields(request.ext_fields)
+        log.info("deleteSubscriptionGroup called by {peer}", peer=context.peer)
+        self.controller.subscription_group_manager.delete_subscription_group_config(
+            header.group_name)
+        if header.remove_offset:
+            self.controller.consumer_offset_manager.remove_offset(header.group_name)
+        return request.response(R.SUCCESS)
 
     def query_topic_consume_by_who(self, request, context):
         """The groups subscribed to a topic now, and those with offsets stored for it."""
@@ -568,6 +593,12 @@ class ConsumeProcessor:
                         wrapper.last_timestamp = last
                 stats.offset_table[MessageQueue(topic, broker_name, queue_id)] = wrapper
         return request.response(R.SUCCESS, body=stats.to_json())
+
+
+def _connection(info):
+    """The :class:`Connection` mqadmin shows of a client's ``ClientChannelInfo``."""
+    return Connection(client_id=info.client_id, client_addr=getattr(info.connection, "peer", None),
+                      language=info.language, version=info.version)
 
 
 def _check_interval(config):

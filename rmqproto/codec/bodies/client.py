@@ -156,6 +156,13 @@ class Connection(JsonBean):
 
 
 @json_bean
+class ProducerConnection(JsonBean):
+    """GET_PRODUCER_CONNECTION_LIST's answer: a producer group's connections (a Java ``HashSet``)."""
+
+    connection_set: list = member(ListOf(BeanOf(Connection)), factory=list)
+
+
+@json_bean
 class ConsumerConnection(JsonBean):
     """GET_CONSUMER_CONNECTION_LIST's answer: a consumer group's connections and subscriptions."""
 
