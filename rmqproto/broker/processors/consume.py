@@ -30,9 +30,13 @@ from rmqproto.codec.bodies.client import (
     LockBatchResponseBody, MessageModel, MessageQueue, ProducerConnection, SubscriptionData,
     UnlockBatchRequestBody,
 )
-from rmqproto.codec.bodies.offsets import ConsumeStats, OffsetWrapper, SubscriptionGroupConfig
+from rmqproto.codec.bodies.offsets import (
+    ConsumeStats, MessageQueueForC, OffsetWrapper, ResetOffsetBody, ResetOffsetBodyForC,
+    SubscriptionGroupConfig,
+)
 from rmqproto.codec.bodies.topic import PERM_READ, PERM_WRITE, TOPIC_SYS_FLAG_UNIT_SUB
-from rmqproto.codec.codes import MQVersion, RequestCode as RC, ResponseCode as R
+from rmqproto.codec.codes import MQVersion, RequestCode as RC, ResponseCode as R, version_desc
+from rmqproto.codec.frame import RemotingCommand
 from rmqproto.codec.message import (
     PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
     PROPERTY_WAIT_STORE_MSG_OK, MessageRecord,
@@ -203,6 +207,7 @@ class ConsumeProcessor:
             RC.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
             RC.GET_CONSUME_STATS: self.get_consume_stats,
             RC.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
+            RC.INVOKE_BROKER_TO_RESET_OFFSET: self.invoke_broker_to_reset_offset,
             RC.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
             RC.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
             RC.QUERY_TOPIC_CONSUME_BY_WHO: self.query_topic_consume_by_who,
@@ -435,6 +440,57 @@ class ConsumeProcessor:
             connection_set=connections, subscription_table=dict(info.subscription_table),
             consume_type=info.consume_type, message_model=info.message_model,
             consume_from_where=info.consume_from_where).to_json())
+
+    def invoke_broker_to_reset_offset(self, request, context):
+        """``mqadmin resetOffsetByTime``: the offset of each write queue at ``timestamp`` (-1:
+        the end; kept where the group already is unless it is ahead or ``isForce``), sent to
+        every online consumer of the group with RESET_CONSUMER_CLIENT_OFFSET (oneway; a
+        list body for C++ clients) and answered (``Broker2Client#resetOffset``). The
+        consumers move and commit; the broker's stored offsets follow from their commits."""
+        header = h.ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        log.info("[reset-offset] reset offset started by {peer}. topic={topic}, group={group}, "
+                 "timestamp={ts}, isForce={force}", peer=context.peer, topic=header.topic,
+                 group=header.group, ts=header.timestamp, force=header.is_force)
+        topic_config = self.controller.topic_config_manager.select_topic_config(header.topic)
+        if topic_config is None:
+            return request.response(R.SYSTEM_ERROR, remark="[reset-offset] reset offset failed, "
+                                    "no topic in this broker. topic=" + header.topic)
+        offsets = {}
+        for queue_id in range(topic_config.write_queue_nums):
+            current = self.controller.consumer_offset_manager.query_offset(
+                header.group, header.topic, queue_id)
+            if current == -1:
+                return request.response(R.SYSTEM_ERROR,
+                                        remark="THe consumer group <%s> not exist" % header.group)
+            store = self.controller.store
+            wanted = max(store.get_max_offset_in_queue(header.topic, queue_id)
+                         if header.timestamp == -1 else
+                         store.get_offset_in_queue_by_time(header.topic, queue_id, header.timestamp),
+                         0)
+            queue = MessageQueue(header.topic, self.setting("brokerName", ""), queue_id)
+            offsets[queue] = wanted if header.is_force or wanted < current else current
+        info = self.controller.client_manager.consumer_group_info(header.group)
+        members = list(info.channel_info_table.values()) if info is not None else []
+        if not members:
+            return request.response(R.CONSUMER_NOT_ONLINE, remark=(
+                "Consumer not online, so can not reset offset, Group: %s Topic: %s Timestamp: %d"
+                % (header.group, header.topic, header.timestamp)))
+        too_old = [m for m in members if m.version < MQVersion.V3_0_7_SNAPSHOT]
+        if too_old:
+            return request.response(R.SYSTEM_ERROR, remark="the client does not support this "
+                                    "feature. version=" + version_desc(too_old[0].version))
+        for member in members:
+            body = ResetOffsetBody(offset_table=offsets) if member.language != "CPP" else \
+                ResetOffsetBodyForC(offset_table=[
+                    MessageQueueForC(q.topic, q.broker_name, q.queue_id, offset)
+                    for q, offset in offsets.items()])
+            command = RemotingCommand(int(RC.RESET_CONSUMER_CLIENT_OFFSET),
+                                      ext_fields=header.to_ext_fields(), body=body.to_json())
+            member.connection.send_oneway(command).addErrback(
+                lambda failure, client=member.client_id: log.warn(
+                    "[reset-offset] reset offset to {client} failed: {error}", client=client,
+                    error=failure.getErrorMessage()))
+        return request.response(R.SUCCESS, body=ResetOffsetBody(offset_table=offsets).to_json())
 
     def get_producer_connection_list(self, request, context):
         """``mqadmin producerConnection``: the connections of a producer group."""

@@ -8,7 +8,7 @@ keyed by ``MessageQueue`` objects, which fastjson writes as object keys.
 """
 
 from rmqproto.codec.bodies._bean import (
-    BOOL, DOUBLE, INT, LONG, STRING, BeanOf, JsonBean, MapOf, json_bean, member,
+    BOOL, DOUBLE, INT, LONG, STRING, BeanOf, JsonBean, ListOf, MapOf, json_bean, member,
 )
 from rmqproto.codec.bodies.client import MessageQueue
 from rmqproto.codec.bodies.topic import DataVersion
@@ -16,6 +16,7 @@ from rmqproto.codec.bodies.topic import DataVersion
 __all__ = [
     "ConsumerOffsetSerializeWrapper", "DelayOffsetSerializeWrapper", "SubscriptionGroupConfig",
     "SubscriptionGroupWrapper", "TopicOffset", "TopicStatsTable", "OffsetWrapper", "ConsumeStats",
+    "ResetOffsetBody", "MessageQueueForC", "ResetOffsetBodyForC",
 ]
 
 
@@ -87,3 +88,27 @@ class ConsumeStats(JsonBean):
     def total_diff(self):
         """``computeTotalDiff``: the messages not yet consumed, over all queues."""
         return sum(w.broker_offset - w.consumer_offset for w in self.offset_table.values())
+
+
+@json_bean
+class ResetOffsetBody(JsonBean):
+    """INVOKE_BROKER_TO_RESET_OFFSET's answer and RESET_CONSUMER_CLIENT_OFFSET's body."""
+
+    offset_table: dict = member(MapOf(BeanOf(MessageQueue), LONG), factory=dict)
+
+
+@json_bean
+class MessageQueueForC(JsonBean):
+    """One queue and its new offset, for the C++ client (``MessageQueueForC``)."""
+
+    topic: str = member(STRING)
+    broker_name: str = member(STRING)
+    queue_id: int = member(INT, default=0)
+    offset: int = member(LONG, default=0)
+
+
+@json_bean
+class ResetOffsetBodyForC(JsonBean):
+    """RESET_CONSUMER_CLIENT_OFFSET's body for a C++ client: a list instead of a map."""
+
+    offset_table: list = member(ListOf(BeanOf(MessageQueueForC)), factory=list)
