@@ -14,16 +14,21 @@ import os
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from rmqproto.broker.acl import access_guard
 from rmqproto.broker.config import broker_addr
+from rmqproto.broker.processors.acl import AclAdminProcessor
 from rmqproto.broker.processors.admin import AdminBrokerProcessor
 from rmqproto.broker.processors.send import SendMessageProcessor
 from rmqproto.broker.registration import BrokerRegistration
 from rmqproto.broker.topicconfig import TopicConfigManager, topic_config_path
 from rmqproto.codec.bodies.topic import DataVersion
-from rmqproto.pluggable import IMessageStoreFactory, PluginNotFoundError, find
+from rmqproto.pluggable import (
+    IAccessValidatorFactory, IMessageStoreFactory, PluginNotFoundError, find,
+)
 from rmqproto.remoting import RemotingClient, RequestDispatcher
+from rmqproto.remoting.dispatch import GuardedDispatcher
 
-__all__ = ["BrokerController", "config_path", "create_store"]
+__all__ = ["BrokerController", "config_path", "create_store", "create_access_validator"]
 
 log = Logger()
 
@@ -43,6 +48,14 @@ def create_store(config, reactor):
         raise PluginNotFoundError("messageStorePlugIn names Java store wrappers (%r); choose a "
                                   "store plugin with storeType instead" % config["messageStorePlugIn"])
     return find(IMessageStoreFactory, config.get("storeType") or "default").create(config, reactor)
+
+
+def create_access_validator(config, reactor):
+    """The ``aclValidator`` plugin's validator when ``aclEnable`` is true, else None."""
+    if not config.get("aclEnable"):
+        return None
+    return find(IAccessValidatorFactory, config.get("aclValidator") or "plain").create(
+        config, reactor)
 
 
 def _optional(module, name):
@@ -65,7 +78,10 @@ class BrokerController:
         self.config_data_version = DataVersion(timestamp=int(reactor.seconds() * 1000))
         self.msg_put_total = 0
         self.msg_get_total = 0
-        self.dispatcher = RequestDispatcher()
+        #: checks every request when ``aclEnable`` is true (docs/security.md, "ACL")
+        self.access_validator = create_access_validator(config, reactor)
+        self.dispatcher = (RequestDispatcher() if self.access_validator is None
+                           else GuardedDispatcher(access_guard(self.access_validator)))
         self.client = RemotingClient(reactor, self.dispatcher)
         self.registration = BrokerRegistration(self)
         # a topic created on the send path is announced at once, oneway (Java's registerBrokerAll(false, true, true))
@@ -75,6 +91,7 @@ class BrokerController:
         self.send_processor.register_with(self.dispatcher)
         self.admin_processor = AdminBrokerProcessor(self)
         self.admin_processor.register_with(self.dispatcher)
+        AclAdminProcessor(self).register_with(self.dispatcher)
         self._create_consume_side()
 
     def _create_consume_side(self):
@@ -109,6 +126,8 @@ class BrokerController:
                 load()
         self.store.load()
         self.store.start()
+        if self.access_validator is not None:
+            self.access_validator.start()
         for part in (self.client_manager, self.consume_processor):
             start = getattr(part, "start", None)
             if start is not None:
@@ -123,7 +142,7 @@ class BrokerController:
         """Unregister from the NameServers, persist metadata, shut the store down (flush,
         remove ``abort``), close outgoing connections."""
         self.registration.stop()
-        for part in (self.client_manager, self.consume_processor):
+        for part in (self.access_validator, self.client_manager, self.consume_processor):
             stop = getattr(part, "stop", None)
             if stop is not None:
                 stop()

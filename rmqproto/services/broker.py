@@ -11,6 +11,7 @@ from twisted.internet import defer, task
 from twisted.logger import Logger
 
 from rmqproto import eventloop
+from rmqproto.acl import AclError
 from rmqproto.broker.config import SETTINGS, apply_startup_rules, vip_port
 from rmqproto.codec.codes import RequestCode
 from rmqproto.broker.controller import BrokerController
@@ -98,6 +99,6 @@ def makeService(options):
     config = dict(options.values)
     try:
         apply_startup_rules(config)
-    except ConfigError as exc:
+        return BrokerService(config)
+    except (ConfigError, AclError) as exc:  # a bad setting or ACL file: one clear line
         raise SystemExit(str(exc))
-    return BrokerService(config)
