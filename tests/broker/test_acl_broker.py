@@ -7,11 +7,15 @@ import os
 
 import pytest
 import yaml
+from zope.interface.verify import verifyObject
 
 from rmqproto.acl import AclConfigError
 from rmqproto.acl.signature import signed_fields
 from rmqproto.broker import acl as broker_acl
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
+from rmqproto.codec.frame import RemotingCommand, decode_frame
+from rmqproto.pluggable import IAccessValidator, IAccessValidatorFactory, find
+from rmqproto.remoting import RequestContext
 from rmqproto.remoting.dispatch import GuardedDispatcher, RequestDispatcher
 from brokerkit import call, make_controller
 
@@ -172,3 +176,15 @@ def test_missing_file_is_created_empty(tmp_path):
     controller = make_controller(tmp_path, aclEnable=True, rocketmqHome=str(home))
     assert (home / "conf" / "plain_acl.yml").exists()
     assert send(controller, "t").remark.endswith("No acl config for userAccount")
+
+
+def test_vip_channel_is_checked_too(controller):
+    vip = controller.dispatcher.excluding(RC.PULL_MESSAGE)
+    request = RemotingCommand(int(RC.GET_ALL_TOPIC_CONFIG), opaque=1, ext_fields={})
+    answer = decode_frame(vip.dispatch(request, RequestContext(None, PEER))[4:])
+    assert answer.remark.endswith("No accessKey is configured")
+
+
+def test_plain_validator_is_a_plugin(controller):
+    assert find(IAccessValidatorFactory, "plain").name == "plain"
+    assert verifyObject(IAccessValidator, controller.access_validator)
