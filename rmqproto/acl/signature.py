@@ -27,9 +27,11 @@ def content_of(ext_fields, body, left_out=(SIGNATURE,)):
     """The bytes a signature covers: ``ext_fields``' values but those of ``left_out``, in key
     order, then ``body``. A ``None`` value counts as ``"null"``, as Java's ``StringBuilder``
     appends it."""
-    text = "".join("null" if ext_fields[key] is None else ext_fields[key]
-                   for key in sorted(ext_fields, key=_java_order) if key not in left_out)
-    return text.encode("utf-8", "replace") + bytes(body or b"")
+    keys = (sorted(ext_fields) if all(map(str.isascii, ext_fields))  # the usual: code point order
+            else sorted(ext_fields, key=_java_order))
+    text = "".join(["null" if value is None else value for value in
+                    [ext_fields[key] for key in keys if key not in left_out]])
+    return text.encode("utf-8", "replace") + (body if type(body) is bytes else bytes(body or b""))
 
 
 def sign(content, secret_key):
