@@ -72,14 +72,15 @@ class BrokerController:
     def __init__(self, config, reactor, store=None):
         self.config = config
         self.reactor = reactor
+        #: checks every request when ``aclEnable`` is true (docs/security.md, "ACL"); made
+        #: first, so that an ACL that does not load stops the broker before the store is touched
+        self.access_validator = create_access_validator(config, reactor)
         self.store = store if store is not None else create_store(config, reactor)
         self.topic_config_manager = TopicConfigManager(
             config, reactor, topic_config_path(config["storePathRootDir"]))
         self.config_data_version = DataVersion(timestamp=int(reactor.seconds() * 1000))
         self.msg_put_total = 0
         self.msg_get_total = 0
-        #: checks every request when ``aclEnable`` is true (docs/security.md, "ACL")
-        self.access_validator = create_access_validator(config, reactor)
         self.dispatcher = (RequestDispatcher() if self.access_validator is None
                            else GuardedDispatcher(access_guard(self.access_validator)))
         self.client = RemotingClient(reactor, self.dispatcher)

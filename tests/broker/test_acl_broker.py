@@ -9,7 +9,6 @@ import pytest
 import yaml
 from zope.interface.verify import verifyObject
 
-from rmqproto.acl import AclConfigError
 from rmqproto.acl.signature import signed_fields
 from rmqproto.broker import acl as broker_acl
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
@@ -17,6 +16,7 @@ from rmqproto.codec.frame import RemotingCommand, decode_frame
 from rmqproto.pluggable import IAccessValidator, IAccessValidatorFactory, find
 from rmqproto.remoting import RequestContext
 from rmqproto.remoting.dispatch import GuardedDispatcher, RequestDispatcher
+from rmqproto.services.broker import Options, makeService
 from brokerkit import call, make_controller
 
 ADMIN = ("adminAccount", "adminSecret1")
@@ -165,12 +165,6 @@ def test_admin_reports(controller, home):
         "defaultTopicPerm": "DENY", "secretKey": USER[1], "topicPerms": ["allowed=PUB"]}
 
 
-def test_bad_acl_file_stops_the_start(tmp_path, home):
-    write_acl(home, {"accounts": [{"accessKey": "x", "secretKey": "y"}]})
-    with pytest.raises(AclConfigError, match="longer than 6"):
-        make_controller(tmp_path, aclEnable=True, rocketmqHome=str(home))
-
-
 def test_missing_file_is_created_empty(tmp_path):
     home = tmp_path / "empty-home"
     controller = make_controller(tmp_path, aclEnable=True, rocketmqHome=str(home))
@@ -188,3 +182,26 @@ def test_vip_channel_is_checked_too(controller):
 def test_plain_validator_is_a_plugin(controller):
     assert find(IAccessValidatorFactory, "plain").name == "plain"
     assert verifyObject(IAccessValidator, controller.access_validator)
+
+
+@pytest.mark.parametrize("text, error", [
+    ("accounts: [{accessKey: x, secretKey: y}]", "longer than 6"),
+    ("accounts: [", "plain_acl.yml: while parsing"),
+    ("globalWhiteRemoteAddresses: [10.1.1.0/24]", "Netaddress examine"),
+])
+def test_a_bad_acl_stops_the_daemon_before_the_store(tmp_path, home, text, error):
+    (home / "conf" / "plain_acl.yml").write_text(text)
+    options = Options()
+    options.parseOptions(["--aclEnable", "true", "--rocketmqHome", str(home),
+                          "--storePathRootDir", str(tmp_path / "store")])
+    with pytest.raises(SystemExit, match=error):
+        makeService(options)
+    assert not (tmp_path / "store").exists()
+
+
+def test_acl_without_a_home_is_a_clear_error(tmp_path):
+    options = Options()
+    options.parseOptions(["--aclEnable", "true", "--rocketmqHome", "",
+                          "--storePathRootDir", str(tmp_path / "store")])
+    with pytest.raises(SystemExit, match="needs rocketmqHome"):
+        makeService(options)
