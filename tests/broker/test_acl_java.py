@@ -2,9 +2,11 @@
 4.9.8 client with ``AclClientRPCHook`` and by ``mqadmin`` (credentials from
 ``conf/tools.yml``), against ``twistd rmq-master`` and against a Java 4.9.7 broker, both with
 ``aclEnable=true``: every step is allowed or refused alike, with the same reason. The file is
-also edited by ``mqadmin updateAclConfig`` and by hand (hot reload), and the C++ client
-signs with session credentials."""
+also edited by ``mqadmin updateAclConfig`` and by hand (hot reload), the ACL admin requests
+(signed here) get the same answers but where docs/security.md says we differ, and the C++
+client signs with session credentials."""
 
+import json
 import re
 import threading
 
@@ -131,7 +133,38 @@ def run_scenario(peers, namesrv_addr, broker_addr, acl_path, workdir):
     wait_until(lambda: signed_call(broker_addr, RELOADED, RC.GET_BROKER_CLUSTER_ACL_INFO)
                .code == R.SUCCESS, timeout=20)
     outcomes.update(probe_outcomes(peers, namesrv_addr, workdir))
+    outcomes.update(admin_requests(broker_addr))
     return outcomes
+
+
+def admin_requests(broker_addr):
+    """The ACL admin requests, signed here: ``{step: (code, remark or reason)}``."""
+    def answer(credentials, code, fields=None):
+        response = signed_call(broker_addr, credentials, code, fields)
+        return response.code, reason(" ".join((str(response.code), response.remark or ""))) \
+            or response.remark, response
+    report = {}
+    report["info-by-user"] = answer(USER, RC.GET_BROKER_CLUSTER_ACL_INFO)[:2]
+    report["delete"] = answer(ADMIN, RC.DELETE_ACL_CONFIG, {"accessKey": "mqadminAccount"})[:2]
+    report["delete-unknown"] = answer(ADMIN, RC.DELETE_ACL_CONFIG,
+                                      {"accessKey": "mqadminAccount"})[:2]
+    report["update-short-key"] = answer(ADMIN, RC.UPDATE_AND_CREATE_ACL_CONFIG,
+                                        {"accessKey": "short", "secretKey": "longSecret1"})[:2]
+    report["update-bad-perm"] = answer(ADMIN, RC.UPDATE_AND_CREATE_ACL_CONFIG, {
+        "accessKey": "someAccount", "secretKey": "someSecret1", "topicPerms": "t=ALL"})[:2]
+    code, _, response = answer(ADMIN, RC.GET_BROKER_CLUSTER_ACL_CONFIG)
+    body = json.loads(response.body)
+    report["config"] = (code, body["globalWhiteAddrs"],
+                        sorted(body["plainAccessConfigs"], key=lambda a: a["accessKey"]))
+    code, _, response = answer(ADMIN, RC.GET_BROKER_CLUSTER_ACL_INFO)
+    # each file's version (Java's "version" field follows the default file's only once its
+    # watcher has reloaded it, up to 5 s later)
+    report["version-counter"] = (code, [version["counter"] for version in json.loads(
+        response.ext_fields["allAclFileVersion"]).values()])
+    # where we differ on purpose: only an admin may edit the ACL
+    report["update-by-user"] = answer(USER, RC.UPDATE_AND_CREATE_ACL_CONFIG, {
+        "accessKey": "userMadeAccount", "secretKey": "userMadeSecret1", "admin": "true"})[:2]
+    return report
 
 
 def write_acl(home):
@@ -191,6 +224,26 @@ def test_mqadmin_with_credentials_as_by_java(runs):
     assert runs["java"]["mqadmin-update-acl"] == runs["ours"]["mqadmin-update-acl"] == "OK"
     assert runs["java"]["mqadmin-user-update-topic"] == runs["ours"]["mqadmin-user-update-topic"] \
         == "1 Need admin permission for request code=17, but accessKey=userAccount is not"
+
+
+def test_acl_admin_requests_as_by_java(runs):
+    ours, java = runs["ours"], runs["java"]
+    for label in ("info-by-user", "delete", "delete-unknown", "update-short-key",
+                  "update-bad-perm", "config", "version-counter"):
+        assert ours[label] == java[label], label
+    assert ours["delete"] == (R.SUCCESS, None)
+    assert ours["delete-unknown"] == (R.DELETE_ACL_CONFIG_FAILED, "The accesskey[mqadminAccount] "
+                                      "corresponding to accessConfig has been deleted failed.")
+    assert ours["update-short-key"][0] == R.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
+    assert "length should longer than 6" in ours["update-short-key"][1]
+    assert "The expected permissions are" in ours["update-bad-perm"][1]
+    assert ours["version-counter"] == (R.SUCCESS, [2])  # mqadmin's update, then the delete
+    assert [a["accessKey"] for a in ours["config"][2]] == [
+        ADMIN[0], RELOADED[0], USER[0], "whiteAccount"]
+    # docs/security.md: 4.9.7 lets any signed account edit the ACL; we want the admin flag
+    assert java["update-by-user"] == (R.SUCCESS, None)
+    assert ours["update-by-user"] == (R.SYSTEM_ERROR, "1 Need admin permission for request "
+                                      "code=50, but accessKey=userAccount is not")
 
 
 @pytest.mark.skipif(not cppclient.available(), reason="the rocketmq C++ client is not installed")
