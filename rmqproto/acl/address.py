@@ -148,6 +148,9 @@ def _ipv6_range(pattern):
             break
     else:
         raise AclConfigError("Netaddress examine scope Exception netaddress is %s" % pattern)
+    if not all(0 <= _parse_int(group, 16) <= 0xFFFF
+               for group in expand_ipv6(pattern).split(":")[:index - 1]):
+        raise AclConfigError("Netaddress examine scope Exception netaddress is %s" % pattern)
     if star > -1 and minus > -1:
         head = expand_ipv6(pattern[:pattern.rfind(":", 0, last)], 6)
     else:

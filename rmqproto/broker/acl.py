@@ -138,9 +138,13 @@ class PlainAccessValidator:
         try:
             self.load()
         except (AclConfigError, OSError) as exc:
-            self._stamps = {path: self._stamp(path) for path in paths}  # said once per change
             log.error("ACL files not reloaded, the previous ACL stays in force: {error}",
                       error=exc)
+        except Exception:  # a bug here must not end the watch
+            log.failure("ACL files not reloaded, the previous ACL stays in force")
+        else:
+            return
+        self._stamps = {path: self._stamp(path) for path in paths}  # said once per change
 
     def start(self):
         self._watch.start(WATCH_INTERVAL, now=False)

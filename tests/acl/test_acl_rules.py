@@ -7,6 +7,7 @@ import hmac
 
 import pytest
 import yaml
+from hypothesis import given, settings, strategies as st
 
 from rmqproto.acl import AclConfigError, AclError
 from rmqproto.acl.address import address_matcher, expand_ipv6
@@ -178,7 +179,7 @@ def test_white_address_patterns(pattern, host, expected):
 
 
 @pytest.mark.parametrize("pattern", ["1.2.3", "300.1.1.1", "1.2.3.-4", "1.2.3.5-1", "10.1.1.0/24",
-                                     "1.2.3.{4,x}"])
+                                     "1.2.3.{4,x}", "zz:1:2:3:4:5:6:*", "1:2:3:4:5:6:*:7"])
 def test_bad_white_address_patterns(pattern):
     with pytest.raises(AclConfigError):
         address_matcher(pattern)
@@ -236,3 +237,21 @@ def test_edits():
     assert data["globalWhiteRemoteAddresses"] == ["1.2.3.*"]
     with pytest.raises(AclConfigError):
         set_global_white(data, ["bad"], 5000)
+
+
+_TEXT = st.one_of(st.none(), st.text(max_size=12), st.sampled_from(
+    ["topicB", "%RETRY%groupA", "RocketMQ", "0", "-1", "groupB"]))
+
+
+@settings(max_examples=300)
+@given(code=st.sampled_from([int(c) for c in RC] + [9999]),
+       fields=st.one_of(st.none(), st.dictionaries(
+           st.sampled_from(["a", "b", "topic", "group", "consumerGroup", "clientID", "queueId",
+                            "commitOffset", "AccessKey", "Signature", "SecurityToken"]),
+           _TEXT, max_size=8)),
+       body=st.binary(max_size=40), host=st.sampled_from(["127.0.0.1", "10.10.103.1", "::1"]))
+def test_any_request_is_allowed_or_refused_with_a_reason(code, fields, body, host):
+    try:
+        acl().check(access_request(RemotingCommand(code, ext_fields=fields, body=body), host))
+    except AclError as exc:
+        assert str(exc)
