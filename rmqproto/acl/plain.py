@@ -93,7 +93,8 @@ class Account:
             white_remote_address=self.white_remote_address, admin=self.admin,
             default_topic_perm=text_or_none(entry.get("defaultTopicPerm")),
             default_group_perm=text_or_none(entry.get("defaultGroupPerm")),
-            topic_perms=_texts(entry.get("topicPerms")), group_perms=_texts(entry.get("groupPerms")))
+            topic_perms=_texts(entry.get("topicPerms")),
+            group_perms=_texts(entry.get("groupPerms")))
 
 
 class AclFile:

@@ -65,7 +65,8 @@ def verdict(cmd, host=HOST, data=ACL):
 
 
 def send(topic, **kw):
-    return command(RC.SEND_MESSAGE_V2, {"a": "producerGroup", "b": topic, "c": "TBW102"}, b"hi", **kw)
+    return command(RC.SEND_MESSAGE_V2, {"a": "producerGroup", "b": topic, "c": "TBW102"}, b"hi",
+                   **kw)
 
 
 def test_signature_is_base64_hmac_sha1_of_sorted_values_and_body():
