@@ -17,6 +17,7 @@ from rmqproto.codec.codes import RequestCode
 from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
+from rmqproto.pluggable import PluginNotFoundError
 from rmqproto.remoting import RemotingFactory
 
 __all__ = ["BrokerService", "Options", "makeService"]
@@ -100,5 +101,5 @@ def makeService(options):
     try:
         apply_startup_rules(config)
         return BrokerService(config)
-    except (ConfigError, AclError) as exc:  # a bad setting or ACL file: one clear line
+    except (ConfigError, AclError, PluginNotFoundError) as exc:  # one clear line
         raise SystemExit(str(exc))

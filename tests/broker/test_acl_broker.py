@@ -199,9 +199,13 @@ def test_a_bad_acl_stops_the_daemon_before_the_store(tmp_path, home, text, error
     assert not (tmp_path / "store").exists()
 
 
-def test_acl_without_a_home_is_a_clear_error(tmp_path):
+@pytest.mark.parametrize("settings, error", [
+    (["--rocketmqHome", ""], "needs rocketmqHome"),
+    (["--aclValidator", "ldap"], "no IAccessValidatorFactory plugin named 'ldap'"),
+])
+def test_acl_settings_that_cannot_work_are_one_clear_error(tmp_path, home, settings, error):
     options = Options()
-    options.parseOptions(["--aclEnable", "true", "--rocketmqHome", "",
-                          "--storePathRootDir", str(tmp_path / "store")])
-    with pytest.raises(SystemExit, match="needs rocketmqHome"):
+    options.parseOptions(["--aclEnable", "true", "--rocketmqHome", str(home),
+                          "--storePathRootDir", str(tmp_path / "store"), *settings])
+    with pytest.raises(SystemExit, match=error):
         makeService(options)
