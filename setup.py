@@ -24,6 +24,7 @@ setup(
         "construct>=2.10,<2.11",
         "orjson>=3.8",
         "treq>=23.8",
+        "pyyaml>=5.4",
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4"],

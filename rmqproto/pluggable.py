@@ -7,11 +7,12 @@ the core to swap one.
 """
 
 from twisted.plugin import IPlugin, getPlugins
-from zope.interface import Attribute
+from zope.interface import Attribute, Interface
 
 from rmqproto.errors import RmqError
 
-__all__ = ["IMessageStoreFactory", "PluginNotFoundError", "find", "available"]
+__all__ = ["IMessageStoreFactory", "IAccessValidator", "IAccessValidatorFactory",
+           "PluginNotFoundError", "find", "available"]
 
 
 class PluginNotFoundError(RmqError):
@@ -26,6 +27,48 @@ class IMessageStoreFactory(IPlugin):
 
     def create(config, reactor):
         """A new, not yet loaded store for the broker settings ``config``."""
+
+
+class IAccessValidator(Interface):
+    """Decides whether a request may be served (Java's ``AccessValidator``), and keeps the
+    ACL the admin requests edit. Errors are :class:`~rmqproto.acl.AclError` s; their text
+    is what the client is told."""
+
+    def start():
+        """Start watching the ACL for changes (it is loaded when the validator is made)."""
+
+    def stop():
+        """Stop watching."""
+
+    def check(request, host):
+        """Return when ``request`` (a decoded command) from ``host`` is allowed, else raise."""
+
+    def update_access_config(config):
+        """Add or replace an account (an :class:`~rmqproto.acl.edits.AccessConfig`); true
+        when done."""
+
+    def delete_access_config(access_key):
+        """Remove the account of ``access_key``; false when there is none."""
+
+    def update_global_white_addrs(patterns, path=None):
+        """Set the global white addresses of the ACL file ``path`` (None: the default one)."""
+
+    def version_info():
+        """``(DataVersion of the default file or None, {file: DataVersion})``."""
+
+    def all_config():
+        """A :class:`~rmqproto.codec.bodies.acl.GetBrokerClusterAclConfigResponseBody`."""
+
+
+class IAccessValidatorFactory(IPlugin):
+    """Makes the broker's :class:`IAccessValidator` when ``aclEnable=true``."""
+
+    name = Attribute("The name a broker config selects it by (``aclValidator``).")
+    description = Attribute("One line for --help and logs.")
+
+    def create(config, reactor):
+        """A new validator for the broker settings ``config``, its ACL loaded, not yet started;
+        raises :class:`~rmqproto.acl.AclError` when the ACL does not load."""
 
 
 def _package(package):

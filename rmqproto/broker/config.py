@@ -81,9 +81,12 @@ BROKER_SETTINGS = Settings(
     Setting("transactionTimeOut", 6000, "ms before a prepared message is checked"),
     Setting("transactionCheckMax", 15, "checks of a prepared message before it is dropped"),
     Setting("transactionCheckInterval", 60_000, "ms between transaction checks"),
-    Setting("aclEnable", False, "access control (not supported; must stay false)"),
+    Setting("aclEnable", False, "check every request against the ACL (docs/security.md)"),
+    Setting("aclPlainFile", "conf/plain_acl.yml", "the ACL file, relative to rocketmqHome "
+            "(Java's -Drocketmq.acl.plain.file)"),
+    Setting("aclValidator", "plain", "the access validator plugin used when aclEnable=true"),
     Setting("storeReplyMessageEnable", True, "store request-reply messages"),
-    Setting("rocketmqHome", os.environ.get("ROCKETMQ_HOME", ""), "RocketMQ home (accepted, unused)"),
+    Setting("rocketmqHome", os.environ.get("ROCKETMQ_HOME", ""), "RocketMQ home: ACL files are under its conf/"),
     # NettyServerConfig
     Setting("listenPort", 10911, "port of the broker's remoting service (the HA port is one more)",
             check=in_range(0, 65534)),

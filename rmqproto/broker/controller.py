@@ -14,16 +14,21 @@ import os
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from rmqproto.broker.acl import access_guard
 from rmqproto.broker.config import broker_addr
+from rmqproto.broker.processors.acl import AclAdminProcessor
 from rmqproto.broker.processors.admin import AdminBrokerProcessor
 from rmqproto.broker.processors.send import SendMessageProcessor
 from rmqproto.broker.registration import BrokerRegistration
 from rmqproto.broker.topicconfig import TopicConfigManager, topic_config_path
 from rmqproto.codec.bodies.topic import DataVersion
-from rmqproto.pluggable import IMessageStoreFactory, PluginNotFoundError, find
+from rmqproto.pluggable import (
+    IAccessValidatorFactory, IMessageStoreFactory, PluginNotFoundError, find,
+)
 from rmqproto.remoting import RemotingClient, RequestDispatcher
+from rmqproto.remoting.dispatch import GuardedDispatcher
 
-__all__ = ["BrokerController", "config_path", "create_store"]
+__all__ = ["BrokerController", "config_path", "create_store", "create_access_validator"]
 
 log = Logger()
 
@@ -45,6 +50,14 @@ def create_store(config, reactor):
     return find(IMessageStoreFactory, config.get("storeType") or "default").create(config, reactor)
 
 
+def create_access_validator(config, reactor):
+    """The ``aclValidator`` plugin's validator when ``aclEnable`` is true, else None."""
+    if not config.get("aclEnable"):
+        return None
+    return find(IAccessValidatorFactory, config.get("aclValidator") or "plain").create(
+        config, reactor)
+
+
 def _optional(module, name):
     """``module.name`` if the consume side provides it, else ``None``."""
     try:
@@ -63,13 +76,17 @@ class BrokerController:
         #: ``BrokerPathConfigHelper.brokerConfigPath``; without one
         #: ``<storePathRootDir>/config/broker.properties`` (Java: ``~/store/config/…``).
         self.config_file = config_file or config_path(config, "broker.properties")
+        #: checks every request when ``aclEnable`` is true (docs/security.md, "ACL"); made
+        #: first, so that an ACL that does not load stops the broker before the store is touched
+        self.access_validator = create_access_validator(config, reactor)
         self.store = store if store is not None else create_store(config, reactor)
         self.topic_config_manager = TopicConfigManager(
             config, reactor, topic_config_path(config["storePathRootDir"]))
         self.config_data_version = DataVersion(timestamp=int(reactor.seconds() * 1000))
         self.msg_put_total = 0
         self.msg_get_total = 0
-        self.dispatcher = RequestDispatcher()
+        self.dispatcher = (RequestDispatcher() if self.access_validator is None
+                           else GuardedDispatcher(access_guard(self.access_validator)))
         self.client = RemotingClient(reactor, self.dispatcher)
         self.registration = BrokerRegistration(self)
         # a topic created on the send path is announced at once, oneway (Java's registerBrokerAll(false, true, true))
@@ -79,6 +96,7 @@ class BrokerController:
         self.send_processor.register_with(self.dispatcher)
         self.admin_processor = AdminBrokerProcessor(self)
         self.admin_processor.register_with(self.dispatcher)
+        AclAdminProcessor(self).register_with(self.dispatcher)
         self._create_consume_side()
 
     def _create_consume_side(self):
@@ -113,6 +131,8 @@ class BrokerController:
                 load()
         self.store.load()
         self.store.start()
+        if self.access_validator is not None:
+            self.access_validator.start()
         for part in (self.client_manager, self.consume_processor):
             start = getattr(part, "start", None)
             if start is not None:
@@ -127,7 +147,7 @@ class BrokerController:
         """Unregister from the NameServers, persist metadata, shut the store down (flush,
         remove ``abort``), close outgoing connections."""
         self.registration.stop()
-        for part in (self.client_manager, self.consume_processor):
+        for part in (self.access_validator, self.client_manager, self.consume_processor):
             stop = getattr(part, "stop", None)
             if stop is not None:
                 stop()

@@ -35,7 +35,8 @@ from rmqproto.codec.codes import CURRENT_VERSION, ResponseCode
 from rmqproto.codec.frame import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand, encode_frame
 from rmqproto.remoting.address import parse_address
 
-__all__ = ["REJECT_REQUEST_REMARK", "RequestContext", "RequestDispatcher", "exception_remark"]
+__all__ = ["REJECT_REQUEST_REMARK", "RequestContext", "RequestDispatcher", "GuardedDispatcher",
+           "exception_remark"]
 
 REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 
@@ -231,6 +232,29 @@ class RequestDispatcher:
         if request.flag & FLAG_ONEWAY:
             return None
         return encode_frame(request.response(int(code), remark=remark, version=self.version))
+
+
+class GuardedDispatcher(RequestDispatcher):
+    """A :class:`RequestDispatcher` that first asks ``guard(request, context)`` about each request
+    it has a processor for (after ``reject_request``): ``None`` lets it through, a refusal
+    ``(code, remark)`` is answered instead (Java's server ``RPCHook.doBeforeRequest``, where
+    the broker's ACL check runs). A plain dispatcher pays nothing for this."""
+
+    def __init__(self, guard, version=CURRENT_VERSION):
+        super().__init__(version)
+        self.guard = guard
+
+    def dispatch(self, request, context, write=None):
+        """:meth:`RequestDispatcher.dispatch` of what the guard lets through."""
+        processor, reject = self._processors.get(request.code, self._default)
+        if processor is not None and (reject is None or not reject()):
+            try:
+                refusal = self.guard(request, context)
+            except Exception:
+                return self._failed(Failure(), request)
+            if refusal is not None:
+                return self._answer(request, *refusal)
+        return super().dispatch(request, context, write)
 
 
 class _ExcludingDispatcher(RequestDispatcher):

@@ -11,11 +11,13 @@ from twisted.internet import defer, task
 from twisted.logger import Logger
 
 from rmqproto import eventloop
+from rmqproto.acl import AclError
 from rmqproto.broker.config import SETTINGS, apply_startup_rules, vip_port
 from rmqproto.codec.codes import RequestCode
 from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
+from rmqproto.pluggable import PluginNotFoundError
 from rmqproto.remoting import RemotingFactory
 
 __all__ = ["BrokerService", "Options", "makeService"]
@@ -98,6 +100,6 @@ def makeService(options):
     config = dict(options.values)
     try:
         apply_startup_rules(config)
-    except ConfigError as exc:
+        return BrokerService(config, config_file=options["configFile"])
+    except (ConfigError, AclError, PluginNotFoundError) as exc:  # one clear line
         raise SystemExit(str(exc))
-    return BrokerService(config, config_file=options["configFile"])

@@ -1,7 +1,8 @@
 """Drive the official C++ client (PyPI ``rocketmq``, bundling ``librocketmq.so``) in a subprocess.
 
-Run as ``python -m support.cppclient NAMESRV TOPIC COUNT GROUP TIMEOUT``: sends COUNT
-messages, consumes them with a push consumer and prints ``{"sent": n, "received": m}``.
+Run as ``python -m support.cppclient NAMESRV TOPIC COUNT GROUP TIMEOUT [ACCESS_KEY SECRET_KEY]``:
+sends COUNT messages, consumes them with a push consumer and prints ``{"sent": n,
+"received": m}``; with the keys both clients sign their requests (``set_session_credentials``).
 A native client may crash or hang at shutdown, so tests always run it in its own process.
 """
 
@@ -22,11 +23,12 @@ def available():
     return True
 
 
-def run(namesrv, topic, count, group, timeout=60):
-    """Run the client in a subprocess; its JSON report."""
+def run(namesrv, topic, count, group, timeout=60, credentials=()):
+    """Run the client in a subprocess (signing with ``credentials``, ``(access key, secret
+    key)``, when given); its JSON report."""
     result = subprocess.run(
         [sys.executable, "-m", "support.cppclient", namesrv, topic, str(count), group,
-         str(timeout)],
+         str(timeout), *credentials],
         cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
         timeout=timeout + 60)
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
@@ -36,11 +38,13 @@ def run(namesrv, topic, count, group, timeout=60):
     return json.loads(lines[-1])
 
 
-def _main(namesrv, topic, count, group, timeout):
+def _main(namesrv, topic, count, group, timeout, *credentials):
     from rocketmq.client import Message, Producer, PushConsumer, SendStatus
 
     producer = Producer(group + "_cpp_producer")
     producer.set_namesrv_addr(namesrv)
+    if credentials:
+        producer.set_session_credentials(*credentials, "")
     producer.start()
     sent = 0
     for i in range(count):
@@ -63,6 +67,8 @@ def _main(namesrv, topic, count, group, timeout):
 
     consumer = PushConsumer(group)
     consumer.set_namesrv_addr(namesrv)
+    if credentials:
+        consumer.set_session_credentials(*credentials, "")
     consumer.subscribe(topic, on_message, "TagC")
     consumer.start()
     deadline = time.monotonic() + timeout
@@ -73,4 +79,5 @@ def _main(namesrv, topic, count, group, timeout):
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]))
+    _main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]),
+          *sys.argv[6:8])
