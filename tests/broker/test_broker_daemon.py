@@ -7,7 +7,7 @@ import sys
 import pytest
 from twisted.python import usage
 
-from rmqproto.broker.config import BROKER_SETTINGS, SETTINGS
+from rmqproto.broker.config import BROKER_SETTINGS, JAVA_ONLY_SETTINGS, SETTINGS
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.services.broker import Options, makeService
 from rmqproto.store.config import STORE_SETTINGS
@@ -51,7 +51,8 @@ def test_options_accept_a_java_broker_conf(tmp_path):
     assert (service.config["brokerId"], service.config["haListenPort"]) == (0, 20912)
     for setting in SETTINGS.by_name:
         assert setting in str(options)
-    assert set(SETTINGS.by_name) == set(BROKER_SETTINGS.by_name) | set(STORE_SETTINGS.by_name)
+    assert set(SETTINGS.by_name) == (set(BROKER_SETTINGS.by_name) | set(STORE_SETTINGS.by_name)
+                                     | set(JAVA_ONLY_SETTINGS.by_name))
 
 
 def test_a_slave_needs_a_positive_id(tmp_path):
