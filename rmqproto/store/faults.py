@@ -1,0 +1,34 @@
+"""How the store reports the file-system errors it survives (docs/store.md, "Disk full").
+
+A full disk or a read-only directory can fail every put or every dispatch for as long as
+it lasts; :class:`ReportThrottle` keeps that to one log line per kind of failure and
+interval instead of one per message.
+"""
+
+from rmqproto.store.mappedfile import StoreError
+
+__all__ = ["ReportThrottle", "REPORT_INTERVAL", "FILE_ERRORS"]
+
+#: Seconds between two log lines about the same failure.
+REPORT_INTERVAL = 10.0
+
+
+#: What creating or extending a store file raises when the disk says no (a full disk,
+#: a read-only or forbidden directory): the store survives these.
+FILE_ERRORS = (OSError, StoreError)
+
+
+class ReportThrottle:
+    """Whether a failure is due a log line: the first of each ``key``, then one per
+    ``interval`` seconds (``now`` is given: no clock here)."""
+
+    def __init__(self, interval=REPORT_INTERVAL):
+        self.interval = interval
+        self._last = {}
+
+    def due(self, key, now):
+        last = self._last.get(key)
+        if last is not None and now - last < self.interval:
+            return False
+        self._last[key] = now
+        return True
