@@ -63,7 +63,7 @@ def persist(path, data):
             _write(path + ".bak", previous)
         os.replace(temporary, path)
     except OSError as exc:
-        log.error("persist file {path} failed: {error}", path=path, error=exc)
+        log.error("persist file {path} failed: {error}", path=path, error=str(exc))
         try:
             os.unlink(temporary)  # a part written to a full disk
         except OSError:

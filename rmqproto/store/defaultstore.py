@@ -512,7 +512,7 @@ class DefaultMessageStore:
         self.broken_queues[key] = offset
         log.error("consume queue {topic}/{queue_id} cannot be written ({error}): its units "
                   "from commit-log offset {offset} on are written when it can be; the other "
-                  "queues go on", topic=key[0], queue_id=key[1], error=error, offset=offset)
+                  "queues go on", topic=key[0], queue_id=key[1], error=str(error), offset=offset)
         self._schedule_repair(QUEUE_REPAIR_INTERVAL)
 
     def _schedule_repair(self, delay):
@@ -545,7 +545,7 @@ class DefaultMessageStore:
                 done, failed = False, True
                 if self._reports.due(key, self.reactor.seconds()):
                     log.error("consume queue {topic}/{queue_id} still cannot be written: "
-                              "{error}", topic=key[0], queue_id=key[1], error=exc)
+                              "{error}", topic=key[0], queue_id=key[1], error=str(exc))
             if done:
                 del self.broken_queues[key]
                 log.info("consume queue {topic}/{queue_id} written again up to the commit "
@@ -597,10 +597,10 @@ class DefaultMessageStore:
         if isinstance(error, DiskFullError):
             if self.running_flags.get_and_make_disk_full():
                 log.error("no room for a new commit-log segment ({error}): disk marked full, "
-                          "puts are refused until there is room again", error=error)
+                          "puts are refused until there is room again", error=str(error))
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         if self._reports.due("commitlog", self.reactor.seconds()):
-            log.error("cannot create a commit-log segment: {error}", error=error)
+            log.error("cannot create a commit-log segment: {error}", error=str(error))
         return PutMessageStatus.CREATE_MAPEDFILE_FAILED
 
     def _refused(self, status, append_result=None):
@@ -777,7 +777,7 @@ class DefaultMessageStore:
         except FILE_ERRORS as exc:  # no room for the next segment: what fitted stays
             if self._reports.due("replica", self.reactor.seconds()):
                 log.error("cannot create a commit-log segment for replicated bytes at "
-                          "{offset}: {error}", offset=start_offset, error=exc)
+                          "{offset}: {error}", offset=start_offset, error=str(exc))
             self._schedule_reput()
             return False
         if not appended:

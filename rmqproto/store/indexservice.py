@@ -183,7 +183,7 @@ class IndexService:
         except FILE_ERRORS as exc:
             if self._reports.due("index", self.clock() / 1000.0):
                 log.error("cannot create an index file in {directory}, keys are not indexed "
-                          "meanwhile: {error}", directory=self.directory, error=exc)
+                          "meanwhile: {error}", directory=self.directory, error=str(exc))
             return None
 
     def build_index(self, request):
