@@ -13,11 +13,10 @@ stop without a fault and catch up once there is room.
 import signal
 
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
-from support.daemons import start_nameserver
 from support.hacheck import compare_commit_logs
 from support.hapair import runtime_info
 from support.mounts import fill, tmpfs
-from support.storefaults import Sender, check_answers, start_broker
+from support.storefaults import Processes, check_answers
 from support.syncclient import call, wait_until
 
 DISK = 64 << 20
@@ -27,80 +26,59 @@ BODY = 256 << 10
 ROOM = 2 * SEGMENT + (2 << 20)
 
 
-def stop(*daemons):
-    for daemon in daemons:
-        if daemon is not None:
-            daemon.stop()
-
-
 def test_a_full_disk_refuses_sends_keeps_reads_and_recovers(tmp_path):
-    with tmpfs(tmp_path / "disk", DISK) as disk:
+    with tmpfs(tmp_path / "disk", DISK) as disk, Processes(tmp_path) as run:
         fill(disk / "ballast", leave=ROOM)
-        namesrv, namesrv_addr = start_nameserver(tmp_path)
-        broker = sender = None
-        try:
-            broker, address = start_broker(tmp_path, "rmq-master", disk / "store", namesrv_addr,
-                                           mappedFileSizeCommitLog=SEGMENT)
-            sender = Sender(address, "DiskTopic")
-            while len(sender.refused) < 5:
-                sender.send(BODY)
-                assert len(sender.acked) < 3 * SEGMENT // BODY, "the disk never filled"
-            assert broker.poll() is None, broker.output()[-3000:]
-            assert len(sender.acked) >= 2 * SEGMENT // BODY - 2
-            for code, remark in sender.refused.values():
-                assert code == R.SERVICE_NOT_AVAILABLE and "disk is full" in remark
-            # reads go on: the last message acknowledged, by offset and from its queue
-            last = max(sender.acked.values())
-            assert call(address, RC.VIEW_MESSAGE_BY_ID, {"offset": str(last)}).code == R.SUCCESS
-            offset = call(address, RC.GET_MAX_OFFSET, {"topic": "DiskTopic", "queueId": "0"})
-            assert int(offset.ext_fields["offset"]) == len(sender.acked)
-            # room again: the next disk check (every 10 s) lets the sends in
-            (disk / "ballast").unlink()
-            wait_until(lambda: sender.send(BODY) == R.SUCCESS, timeout=30, interval=1)
-            for _ in range(5):
-                assert sender.send(BODY) == R.SUCCESS
-            assert "Traceback" not in broker.output()
-            assert broker.stop() in (0, -signal.SIGTERM)
-            check_answers(disk / "store", SEGMENT, [sender])
-        finally:
-            if sender is not None:
-                sender.close()
-            stop(broker, namesrv)
+        broker, address = run.broker("rmq-master", disk / "store",
+                                     mappedFileSizeCommitLog=SEGMENT)
+        sender = run.sender(address, "DiskTopic")
+        while len(sender.refused) < 5:
+            sender.send(BODY)
+            assert len(sender.acked) < 3 * SEGMENT // BODY, "the disk never filled"
+        assert broker.poll() is None, broker.output()[-3000:]
+        assert len(sender.acked) >= 2 * SEGMENT // BODY - 2
+        for code, remark in sender.refused.values():
+            assert code == R.SERVICE_NOT_AVAILABLE and "disk is full" in remark
+        # reads go on: the last message acknowledged, by offset and from its queue
+        last = max(sender.acked.values())
+        assert call(address, RC.VIEW_MESSAGE_BY_ID, {"offset": str(last)}).code == R.SUCCESS
+        offset = call(address, RC.GET_MAX_OFFSET, {"topic": "DiskTopic", "queueId": "0"})
+        assert int(offset.ext_fields["offset"]) == len(sender.acked)
+        # room again: the next disk check (every 10 s) lets the sends in
+        (disk / "ballast").unlink()
+        wait_until(lambda: sender.send(BODY) == R.SUCCESS, timeout=30, interval=1)
+        for _ in range(5):
+            assert sender.send(BODY) == R.SUCCESS
+        assert "Traceback" not in broker.output()
+        assert broker.stop() in (0, -signal.SIGTERM)
+        check_answers(disk / "store", SEGMENT, [sender])
 
 
 def test_a_slave_without_room_stops_replicating_and_catches_up(tmp_path):
-    with tmpfs(tmp_path / "disk", DISK) as disk:
+    with tmpfs(tmp_path / "disk", DISK) as disk, Processes(tmp_path) as run:
         fill(disk / "ballast", leave=ROOM)
-        namesrv, namesrv_addr = start_nameserver(tmp_path)
-        master = slave = sender = None
-        try:
-            master, master_addr = start_broker(
-                tmp_path, "rmq-master", tmp_path / "store", namesrv_addr,
-                brokerRole="ASYNC_MASTER", mappedFileSizeCommitLog=SEGMENT)
-            slave, slave_addr = start_broker(
-                tmp_path, "rmq-slave", disk / "store", namesrv_addr, brokerRole="SLAVE",
-                brokerId=1, mappedFileSizeCommitLog=SEGMENT)
-            wait_until(lambda: runtime_info(master_addr).get("inSyncSlaveNums") == "1",
-                       timeout=60)
-            sender = Sender(master_addr, "DiskTopic")
-            while len(sender.acked) < 2.5 * SEGMENT // BODY:
-                assert sender.send(BODY) == R.SUCCESS
-            master_end = int(runtime_info(master_addr)["commitLogMaxOffset"])
+        master, master_addr = run.broker("rmq-master", tmp_path / "store",
+                                         brokerRole="ASYNC_MASTER",
+                                         mappedFileSizeCommitLog=SEGMENT)
+        slave, slave_addr = run.broker("rmq-slave", disk / "store", brokerRole="SLAVE",
+                                       brokerId=1, mappedFileSizeCommitLog=SEGMENT)
+        wait_until(lambda: runtime_info(master_addr).get("inSyncSlaveNums") == "1",
+                   timeout=60)
+        sender = run.sender(master_addr, "DiskTopic")
+        while len(sender.acked) < 2.5 * SEGMENT // BODY:
+            assert sender.send(BODY) == R.SUCCESS
+        master_end = int(runtime_info(master_addr)["commitLogMaxOffset"])
 
-            def slave_offset():
-                return int(runtime_info(slave_addr)["commitLogMaxOffset"])
+        def slave_offset():
+            return int(runtime_info(slave_addr)["commitLogMaxOffset"])
 
-            wait_until(lambda: slave_offset() == 2 * SEGMENT, timeout=60)  # no room for more
-            assert slave.poll() is None, slave.output()[-3000:]
-            assert "commit-log segment for replicated bytes" in slave.output()
-            (disk / "ballast").unlink()
-            wait_until(lambda: slave_offset() == master_end, timeout=60)
-            assert compare_commit_logs(tmp_path / "store" / "commitlog",
-                                       disk / "store" / "commitlog") == []
-            assert slave.stop() in (0, -signal.SIGTERM)
-            assert master.stop() in (0, -signal.SIGTERM)
-            check_answers(tmp_path / "store", SEGMENT, [sender])
-        finally:
-            if sender is not None:
-                sender.close()
-            stop(slave, master, namesrv)
+        wait_until(lambda: slave_offset() == 2 * SEGMENT, timeout=60)  # no room for more
+        assert slave.poll() is None, slave.output()[-3000:]
+        assert "commit-log segment for replicated bytes" in slave.output()
+        (disk / "ballast").unlink()
+        wait_until(lambda: slave_offset() == master_end, timeout=60)
+        assert compare_commit_logs(tmp_path / "store" / "commitlog",
+                                   disk / "store" / "commitlog") == []
+        assert slave.stop() in (0, -signal.SIGTERM)
+        assert master.stop() in (0, -signal.SIGTERM)
+        check_answers(tmp_path / "store", SEGMENT, [sender])

@@ -12,9 +12,8 @@ cannot be saved is a log line.
 import signal
 
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
-from support.daemons import start_nameserver
 from support.mounts import read_only
-from support.storefaults import Sender, check_answers, start_broker
+from support.storefaults import Processes, check_answers
 from support.syncclient import call, wait_until
 
 SEGMENT = 1 << 20
@@ -32,14 +31,10 @@ def clean_output(daemon):
 
 
 def test_one_topics_queue_directory_fails_no_other_send(tmp_path):
-    namesrv, namesrv_addr = start_nameserver(tmp_path)
-    broker = None
-    senders = []
-    try:
-        broker, address = start_broker(tmp_path, "rmq-master", tmp_path / "store", namesrv_addr,
-                                       mappedFileSizeCommitLog=SEGMENT)
-        old, new = Sender(address, "OldTopic"), Sender(address, "NewTopic")
-        senders += [old, new]
+    with Processes(tmp_path) as run:
+        broker, address = run.broker("rmq-master", tmp_path / "store",
+                                     mappedFileSizeCommitLog=SEGMENT)
+        old, new = run.sender(address, "OldTopic"), run.sender(address, "NewTopic")
         assert old.send() == R.SUCCESS
         wait_until(lambda: max_offset(address, "OldTopic") == 1)
         with read_only(tmp_path / "store" / "consumequeue"):
@@ -54,29 +49,18 @@ def test_one_topics_queue_directory_fails_no_other_send(tmp_path):
         assert "consume queue NewTopic/0 cannot be written" in broker.output()
         assert clean_output(broker), broker.output()[-3000:]
         assert broker.stop() in (0, -signal.SIGTERM)
-        check_answers(tmp_path / "store", SEGMENT, senders)
-    finally:
-        for sender in senders:
-            sender.close()
-        for daemon in (broker, namesrv):
-            if daemon is not None:
-                daemon.stop()
+        check_answers(tmp_path / "store", SEGMENT, [old, new])
 
 
 def test_a_read_only_store_answers_errors_only_for_what_it_did_not_store(tmp_path):
-    namesrv, namesrv_addr = start_nameserver(tmp_path)
-    broker = None
-    senders = []
-    try:
-        broker, address = start_broker(tmp_path, "rmq-master", tmp_path / "store", namesrv_addr,
-                                       mappedFileSizeCommitLog=SEGMENT)
-        old = Sender(address, "OldTopic")
-        senders.append(old)
+    with Processes(tmp_path) as run:
+        broker, address = run.broker("rmq-master", tmp_path / "store",
+                                     mappedFileSizeCommitLog=SEGMENT)
+        old = run.sender(address, "OldTopic")
         assert old.send(BODY) == R.SUCCESS
         wait_until(lambda: max_offset(address, "OldTopic") == 1)
         with read_only(tmp_path / "store"):
-            new = Sender(address, "NewTopic")  # its topic config cannot be saved
-            senders.append(new)
+            new = run.sender(address, "NewTopic")  # its topic config cannot be saved
             assert new.send() == R.SUCCESS
             while len(old.refused) < 3:
                 old.send(BODY)
@@ -90,10 +74,4 @@ def test_a_read_only_store_answers_errors_only_for_what_it_did_not_store(tmp_pat
         wait_until(lambda: max_offset(address, "NewTopic") == 2, timeout=10)
         assert clean_output(broker), broker.output()[-3000:]
         assert broker.stop() in (0, -signal.SIGTERM)
-        check_answers(tmp_path / "store", SEGMENT, senders)
-    finally:
-        for sender in senders:
-            sender.close()
-        for daemon in (broker, namesrv):
-            if daemon is not None:
-                daemon.stop()
+        check_answers(tmp_path / "store", SEGMENT, [old, new])

@@ -7,12 +7,12 @@ from rmqproto.codec import headers as h
 from rmqproto.codec import message as msg
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.message import properties_to_string
-from support.daemons import Daemon
+from support.daemons import Daemon, start_nameserver
 from support.javapeers import broker_port
 from support.storecheck import check_store
 from support.syncclient import SyncClient
 
-__all__ = ["start_broker", "Sender", "check_answers", "CQ_FILE_SIZE"]
+__all__ = ["start_broker", "Sender", "Processes", "check_answers", "CQ_FILE_SIZE"]
 
 CQ_FILE_SIZE = 6000
 #: Small consume-queue and index files: the fault is the commit log's unless a test says so.
@@ -79,3 +79,35 @@ def check_answers(store_root, segment, senders):
         for key in sender.refused:
             assert key not in stored, key
     return check
+
+
+class Processes:
+    """A NameServer and the brokers and senders a test starts against it, all stopped at
+    the end of its ``with`` block."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self._daemons = []
+        self._senders = []
+        namesrv, self.namesrv_addr = start_nameserver(workdir)
+        self._daemons.append(namesrv)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        for sender in self._senders:
+            sender.close()
+        for daemon in reversed(self._daemons):
+            daemon.stop()
+
+    def broker(self, plugin, store_root, **settings):
+        """:func:`start_broker`; ``(daemon, address)``."""
+        daemon, address = start_broker(self.workdir, plugin, store_root, self.namesrv_addr,
+                                       **settings)
+        self._daemons.append(daemon)
+        return daemon, address
+
+    def sender(self, address, topic):
+        self._senders.append(Sender(address, topic))
+        return self._senders[-1]
