@@ -487,7 +487,8 @@ class DefaultMessageStore:
                 try:
                     cq.put_packed_units(cq_offset, units)
                 except FILE_ERRORS as exc:
-                    self._queue_failed((topic, queue_id), int.from_bytes(units[:8], "big"), exc)
+                    first_offset = int.from_bytes(units[:8], "big")
+                    self._queue_failed((topic, queue_id), first_offset, exc)
         self._dispatched_until(store_timestamp)
         if batch is not None:
             batch.put(PackedEntries(entries), rolls)
@@ -504,7 +505,7 @@ class DefaultMessageStore:
             if not self.broken_queues:
                 self.checkpoint.logics_msg_timestamp = store_timestamp
 
-    # ------------------------------------------------------------ a queue that cannot be written
+    # ------------------------------------------------------------ unwritable queues
 
     def _queue_failed(self, key, offset, error):
         """The units of ``key``'s queue from the record at commit-log ``offset`` on could not
@@ -512,7 +513,8 @@ class DefaultMessageStore:
         self.broken_queues[key] = offset
         log.error("consume queue {topic}/{queue_id} cannot be written ({error}): its units "
                   "from commit-log offset {offset} on are written when it can be; the other "
-                  "queues go on", topic=key[0], queue_id=key[1], error=str(error), offset=offset)
+                  "queues go on", topic=key[0], queue_id=key[1], error=str(error),
+                  offset=offset)
         self._schedule_repair(QUEUE_REPAIR_INTERVAL)
 
     def _schedule_repair(self, delay):

@@ -2,6 +2,8 @@
 
 Java's ``MappedFile`` / ``MappedFileQueue``: a segment is named after the absolute
 offset of its first byte (20 digits) and has a fixed size; only the last one is written.
+Each file gets all its blocks when it is opened (:func:`reserve_blocks`), so that a full
+disk is an error at creation and never a fault in a write into the mapping.
 :class:`MappedFileBase` (open, map, fsync, close, delete) also serves the index files.
 Writes are ``memcpy`` into the mapping on the reactor thread; :meth:`MappedFile.fsync`
 (``os.fsync`` on the descriptor, which also writes back pages dirtied through the
@@ -19,8 +21,9 @@ import os
 from rmqproto.codec.storefile import FILE_NAME_DIGITS, file_name_to_offset, offset_to_file_name
 from rmqproto.errors import CodecError, RmqError
 
-__all__ = ["OS_PAGE_SIZE", "StoreError", "DiskFullError", "reserve_blocks", "MappedFileBase", "MappedFile", "MappedFileQueue",
-           "numbered_files", "run_flush_plan", "able_to_flush", "file_by_offset", "message_at"]
+__all__ = ["OS_PAGE_SIZE", "StoreError", "DiskFullError", "reserve_blocks", "MappedFileBase",
+           "MappedFile", "MappedFileQueue", "numbered_files", "run_flush_plan", "able_to_flush",
+           "file_by_offset", "message_at"]
 
 #: ``MappedFile.OS_PAGE_SIZE``: the unit of the "least pages" flush thresholds.
 OS_PAGE_SIZE = 4096
@@ -43,10 +46,10 @@ def reserve_blocks(fd, size):
     """Give the file open as ``fd`` all its blocks up to ``size`` bytes now
     (``posix_fallocate``), so that a write through a mapping of it never meets a full disk:
     there that is a SIGBUS, which kills the process. :class:`DiskFullError` when the disk
-    has no room; other ``OSError`` as it comes. Blocks the
-    file already has cost nothing, so reserving a file written before is cheap. Every
-    segment file of the store (commit log, consume queues, index, checkpoint) goes through
-    here when it is opened; a new kind of segment (DLedger's) must as well."""
+    has no room; other ``OSError`` as it comes. Blocks the file already has cost nothing,
+    so reserving a file written before is cheap. Every segment file of the store (commit
+    log, consume queues, index, checkpoint) goes through here when it is opened; a new kind
+    of segment (DLedger's) must as well."""
     try:
         os.posix_fallocate(fd, 0, size)
     except OSError as exc:
@@ -80,11 +83,11 @@ def numbered_files(directory, digits=None):
 
 class MappedFileBase:
     """A file of a fixed size mapped whole with mmap (``mm``): created zero-filled when it
-    is new or empty, refused with :class:`StoreError` when it has another
-    size, its blocks reserved (:func:`reserve_blocks`; a new file that cannot have them is
-    removed again). :meth:`fsync` may run in a thread between :meth:`begin_flush` and
-    :meth:`end_flush`; a close meanwhile unmaps at once and closes the descriptor when the
-    last such fsync ends."""
+    is new or empty, refused with :class:`StoreError` when it has another size, its blocks
+    reserved (:func:`reserve_blocks`; a new file that cannot have them is removed again).
+    :meth:`fsync` may run in a thread between :meth:`begin_flush` and :meth:`end_flush`; a
+    close meanwhile unmaps at once and closes the descriptor when the last such fsync
+    ends."""
 
     def __init__(self, path, file_size):
         self.path = path
@@ -271,7 +274,7 @@ class MappedFileQueue:
     def load(self):
         """Open every segment of the directory; all count as full until recovery says otherwise."""
         for path in numbered_files(self.directory, FILE_NAME_DIGITS):
-            if not os.path.getsize(path):  # an empty leftover: Java refuses it; it holds nothing
+            if not os.path.getsize(path):  # an empty leftover (Java refuses it): holds nothing
                 _unlink(path)
                 continue
             mapped = MappedFile(path, self.file_size)
