@@ -36,8 +36,8 @@ from rmqproto.store.dispatch import (DISPATCH_BATCH, SCHEDULE_TOPIC, ReputServic
 from rmqproto.store.flush import CommitLogFlusher, ConsumeQueueFlusher, blocking_runner
 from rmqproto.store.indexservice import IndexService
 from rmqproto.store.interfaces import IMessageStore
-from rmqproto.store.faults import FILE_ERRORS, ReportThrottle
-from rmqproto.store.mappedfile import DiskFullError, StoreError
+from rmqproto.store.faults import FILE_ERRORS, ReportThrottle, is_disk_full
+from rmqproto.store.mappedfile import StoreError
 from rmqproto.store.retention import RetentionService
 from rmqproto.store.results import (APPENDED, PUT_OK, GetMessageResult, GetMessageStatus,
                                     PutMessageResult, PutMessageStatus, QueryMessageResult)
@@ -365,6 +365,8 @@ class DefaultMessageStore:
         with open(self.paths["abort"], "wb"):
             pass
         self.is_shutdown = False
+        if self.broken_queues:  # the recovery's or the first reput's dispatch left them
+            self._schedule_repair(0)
 
     def shutdown(self):
         """A clean stop: flush everything, close the files, remove ``abort`` (kept when the
@@ -596,7 +598,7 @@ class DefaultMessageStore:
         answered. A full disk marks the store disk-full (SERVICE_NOT_AVAILABLE, as Java's
         disk check does, until :mod:`rmqproto.store.retention`'s next check finds room);
         other errors (a read-only or forbidden directory) are CREATE_MAPEDFILE_FAILED."""
-        if isinstance(error, DiskFullError):
+        if is_disk_full(error):
             if self.running_flags.get_and_make_disk_full():
                 log.error("no room for a new commit-log segment ({error}): disk marked full, "
                           "puts are refused until there is room again", error=str(error))

@@ -5,9 +5,11 @@ it lasts; :class:`ReportThrottle` keeps that to one log line per kind of failure
 interval instead of one per message.
 """
 
-from rmqproto.store.mappedfile import StoreError
+import errno
 
-__all__ = ["ReportThrottle", "REPORT_INTERVAL", "FILE_ERRORS"]
+from rmqproto.store.mappedfile import DiskFullError, StoreError
+
+__all__ = ["ReportThrottle", "REPORT_INTERVAL", "FILE_ERRORS", "is_disk_full"]
 
 #: Seconds between two log lines about the same failure.
 REPORT_INTERVAL = 10.0
@@ -16,6 +18,13 @@ REPORT_INTERVAL = 10.0
 #: What creating or extending a store file raises when the disk says no (a full disk,
 #: a read-only or forbidden directory): the store survives these.
 FILE_ERRORS = (OSError, StoreError)
+
+
+def is_disk_full(error):
+    """Whether ``error`` (one of :data:`FILE_ERRORS`) says the disk has no room: a file's
+    blocks (:class:`~rmqproto.store.mappedfile.DiskFullError`) or a directory entry."""
+    return isinstance(error, DiskFullError) or getattr(error, "errno", None) in (
+        errno.ENOSPC, errno.EDQUOT)
 
 
 class ReportThrottle:

@@ -162,6 +162,20 @@ def test_a_read_only_queue_directory_fails_no_put_and_no_other_queue(disk_store)
     assert units(store, "TopicB") == b
 
 
+def test_queues_the_recovery_cannot_write_are_written_once_started(disk_store):
+    factory, root = disk_store
+    store = factory.open()
+    a = put(store, record("TopicA")).append_result.wrote_offset
+    b = put(store, record("TopicB")).append_result.wrote_offset
+    factory.crash(store)  # before the turn's end: neither queue has a file yet
+    with read_only(root / "consumequeue"):
+        store = factory.open()
+        assert set(store.broken_queues) == {("TopicA", 0), ("TopicB", 0)}
+    factory.clock.advance(0)
+    assert store.broken_queues == {}
+    assert (units(store, "TopicA"), units(store, "TopicB")) == ([a], [b])
+
+
 def test_a_read_only_commit_log_refuses_the_put_that_needs_a_segment(disk_store):
     factory, root = disk_store
     store = factory.open(mappedFileSizeCommitLog=64 * 1024)
