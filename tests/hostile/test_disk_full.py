@@ -16,7 +16,8 @@ from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from support.hacheck import compare_commit_logs
 from support.hapair import runtime_info
 from support.mounts import fill, tmpfs
-from support.storefaults import Processes, check_answers
+from support.processes import free_port
+from support.storefaults import CQ_FILE_SIZE, Processes, check_answers
 from support.syncclient import call, wait_until
 
 DISK = 64 << 20
@@ -82,3 +83,41 @@ def test_a_slave_without_room_stops_replicating_and_catches_up(tmp_path):
         assert slave.stop() in (0, -signal.SIGTERM)
         assert master.stop() in (0, -signal.SIGTERM)
         check_answers(tmp_path / "store", SEGMENT, [sender])
+
+
+def test_rmq_local_keeps_its_three_services_on_a_full_disk(tmp_path):
+    """``twistd rmq-local`` (NameServer, SYNC_MASTER and slave in one process) with both
+    stores on a tmpfs that has room for their first segments only (and never for an index
+    file of the default size). Sends that the master stored but the slave could not take
+    (SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT) say so, and are in the store."""
+    with tmpfs(tmp_path / "disk", 2 * DISK) as disk, Processes(tmp_path) as run:
+        fill(disk / "ballast", leave=ROOM)
+        base = free_port(14)  # the master's ports, the slave's (+10, +11), the NameServer's
+        master_addr, slave_addr = "127.0.0.1:%d" % (base + 2), "127.0.0.1:%d" % (base + 12)
+        namesrv_addr = "127.0.0.1:%d" % (base + 6)
+        conf = tmp_path / "broker.conf"
+        conf.write_text("mappedFileSizeCommitLog=%d\nmappedFileSizeConsumeQueue=%d\n"
+                        "cleanFileForciblyEnable=false\n" % (SEGMENT, CQ_FILE_SIZE))
+        local = run.daemon("rmq-local", "--dataDir", disk / "data", "--brokerConfig", conf,
+                           "--listenPort=%d" % (base + 2), "--namesrvPort=%d" % (base + 6),
+                           port=base + 6)
+        wait_until(lambda: runtime_info(master_addr).get("inSyncSlaveNums") == "1",
+                   timeout=60)
+        sender = run.sender(master_addr, "DiskTopic")
+        while len(sender.refused) < 3:
+            sender.send(BODY)
+            assert len(sender.acked) < 2 * SEGMENT // BODY, "the disk never filled"
+        assert local.poll() is None, local.output()[-3000:]
+        for code, _ in sender.refused.values():
+            assert code == R.SERVICE_NOT_AVAILABLE
+        for address in (namesrv_addr, master_addr, slave_addr):  # all three still answer
+            assert call(address, RC.GET_ALL_TOPIC_CONFIG
+                        if address != namesrv_addr else RC.GET_BROKER_CLUSTER_INFO).code \
+                == R.SUCCESS
+        assert "keys are not indexed meanwhile" in local.output()  # 420 MB index files
+        (disk / "ballast").unlink()
+        wait_until(lambda: sender.send(BODY) == R.SUCCESS, timeout=30, interval=1)
+        assert local.stop() in (0, -signal.SIGTERM)
+        check_answers(disk / "data" / "master", SEGMENT, [sender])
+        assert compare_commit_logs(disk / "data" / "master" / "commitlog",
+                                   disk / "data" / "slave" / "commitlog") == []

@@ -12,7 +12,8 @@ from support.javapeers import broker_port
 from support.storecheck import check_store
 from support.syncclient import SyncClient
 
-__all__ = ["start_broker", "Sender", "Processes", "check_answers", "CQ_FILE_SIZE"]
+__all__ = ["start_broker", "Sender", "Processes", "check_answers", "CQ_FILE_SIZE",
+           "STORED_CODES"]
 
 CQ_FILE_SIZE = 6000
 #: Small consume-queue and index files: the fault is the commit log's unless a test says so.
@@ -32,20 +33,27 @@ def start_broker(workdir, plugin, store_root, namesrv_addr, port=None, **setting
     return Daemon(workdir, plugin, *options, port=port), "127.0.0.1:%d" % port
 
 
+#: Java's answers for a message stored but not (yet) flushed or replicated as asked.
+STORED_CODES = (R.FLUSH_DISK_TIMEOUT, R.FLUSH_SLAVE_TIMEOUT, R.SLAVE_NOT_AVAILABLE)
+
+
 class Sender:
     """Sync sends of numbered messages (``KEYS`` and ``UNIQ_KEY`` are the number) over one
     connection; ``acked`` maps a key to the commit-log offset of its SEND_OK,
-    ``refused`` a key to the ``(code, remark)`` of any other answer."""
+    ``unreplicated`` to that of an answer in :data:`STORED_CODES`, ``refused`` a key to
+    the ``(code, remark)`` of any other answer."""
 
     def __init__(self, address, topic):
         self.client = SyncClient(address)
         self.topic = topic
         self.acked = {}
+        self.unreplicated = {}
         self.refused = {}
 
     def send(self, body_size=1024, queue_id=0):
         """One send; its response code."""
-        key = "%s-%d" % (self.topic, len(self.acked) + len(self.refused))
+        key = "%s-%d" % (self.topic,
+                         len(self.acked) + len(self.unreplicated) + len(self.refused))
         header = h.SendMessageRequestHeaderV2(
             producer_group="PG", topic=self.topic, default_topic="TBW102",
             default_topic_queue_nums=4, queue_id=queue_id, sys_flag=0, born_timestamp=0, flag=0,
@@ -53,8 +61,9 @@ class Sender:
             reconsume_times=0, unit_mode=False)
         body = (key.encode() + b" ") * (body_size // (len(key) + 1) + 1)
         answer = self.client.call(RC.SEND_MESSAGE_V2, header.to_ext_fields(), body[:body_size])
-        if answer.code == R.SUCCESS:
-            self.acked[key] = msg.decode_message_id(answer.ext_fields["msgId"])[1]
+        if answer.code == R.SUCCESS or answer.code in STORED_CODES:
+            offset = msg.decode_message_id(answer.ext_fields["msgId"])[1]
+            (self.acked if answer.code == R.SUCCESS else self.unreplicated)[key] = offset
         else:
             self.refused[key] = (answer.code, answer.remark)
         return answer.code
@@ -65,8 +74,9 @@ class Sender:
 
 def check_answers(store_root, segment, senders):
     """Check the store at ``store_root`` (no broker running on it) against the senders'
-    answers: each SEND_OK message at its offset and in its queue, no refused one anywhere,
-    the consume queues complete; the check."""
+    answers: each message answered as stored (SEND_OK or :data:`STORED_CODES`) at its
+    offset and in its queue, no refused one anywhere, the consume queues complete; the
+    check."""
     check = check_store(store_root, segment, CQ_FILE_SIZE)
     assert check.problems == []
     stored = {}
@@ -74,7 +84,7 @@ def check_answers(store_root, segment, senders):
         for key in record.keys:
             stored.setdefault(key, []).append(offset)
     for sender in senders:
-        for key, offset in sender.acked.items():
+        for key, offset in [*sender.acked.items(), *sender.unreplicated.items()]:
             assert stored.get(key) == [offset], key
         for key in sender.refused:
             assert key not in stored, key
@@ -100,6 +110,11 @@ class Processes:
             sender.close()
         for daemon in reversed(self._daemons):
             daemon.stop()
+
+    def daemon(self, plugin, *args, port=None):
+        """A :class:`~support.daemons.Daemon` of ours."""
+        self._daemons.append(Daemon(self.workdir, plugin, *args, port=port))
+        return self._daemons[-1]
 
     def broker(self, plugin, store_root, **settings):
         """:func:`start_broker`; ``(daemon, address)``."""
