@@ -33,10 +33,10 @@ from rmqproto.store.consumequeue import ConsumeQueue, names_a_directory
 from rmqproto.store.dispatch import (DISPATCH_BATCH, SCHEDULE_TOPIC, ReputService,
                                      consume_queue_runs, delay_level_to_queue_id,
                                      parse_delay_levels, requests_of_fields)
+from rmqproto.store.faults import FILE_ERRORS, ReportThrottle, is_disk_full
 from rmqproto.store.flush import CommitLogFlusher, ConsumeQueueFlusher, blocking_runner
 from rmqproto.store.indexservice import IndexService
 from rmqproto.store.interfaces import IMessageStore
-from rmqproto.store.faults import FILE_ERRORS, ReportThrottle, is_disk_full
 from rmqproto.store.mappedfile import StoreError
 from rmqproto.store.retention import RetentionService
 from rmqproto.store.results import (APPENDED, PUT_OK, GetMessageResult, GetMessageStatus,
@@ -46,8 +46,7 @@ from rmqproto.store.storestats import StoreStats
 from rmqproto.store.transfer import FOUND, NO_MATCH, REMOVING, transfer_caps, transfer_units
 
 __all__ = ["DefaultMessageStore", "RunningFlags", "REPUT_SLICE_BYTES", "QUEUE_REPAIR_INTERVAL",
-           "next_offset_correction",
-           "to_schedule_topic", "total_physical_memory"]
+           "next_offset_correction", "to_schedule_topic", "total_physical_memory"]
 
 log = Logger()
 _UNIT = CQ_STORE_UNIT_SIZE

@@ -1,8 +1,10 @@
-"""How the store reports the file-system errors it survives (docs/store.md, "Disk full").
+"""The file-system errors the store survives and how it reports them (docs/store.md,
+"Disk full and read-only directories").
 
-A full disk or a read-only directory can fail every put or every dispatch for as long as
-it lasts; :class:`ReportThrottle` keeps that to one log line per kind of failure and
-interval instead of one per message.
+:data:`FILE_ERRORS` are what creating a store file raises when the disk says no;
+:func:`is_disk_full` tells a full disk from the rest. Such a failure can last and meet
+every put or every dispatch: :class:`ReportThrottle` keeps that to one log line per kind
+of failure and interval instead of one per message.
 """
 
 import errno
@@ -13,7 +15,6 @@ __all__ = ["ReportThrottle", "REPORT_INTERVAL", "FILE_ERRORS", "is_disk_full"]
 
 #: Seconds between two log lines about the same failure.
 REPORT_INTERVAL = 10.0
-
 
 #: What creating or extending a store file raises when the disk says no (a full disk,
 #: a read-only or forbidden directory): the store survives these.

@@ -12,6 +12,7 @@ import pytest
 
 from rmqproto.codec import message as msg
 from rmqproto.store.defaultstore import QUEUE_REPAIR_INTERVAL
+from rmqproto.store.faults import ReportThrottle, is_disk_full
 from rmqproto.store.mappedfile import DiskFullError, MappedFile, reserve_blocks
 from rmqproto.store.results import GetMessageStatus, PutMessageStatus
 from rmqproto.store.retention import DISK_CHECK_INTERVAL
@@ -50,6 +51,19 @@ def units(store, topic, queue_id=0):
             return offsets
         offsets += [msg.decode_record(data).commit_log_offset for data in result.messages]
         next_offset = result.next_begin_offset
+
+
+def test_a_failure_is_reported_once_per_interval_and_key():
+    reports = ReportThrottle(10.0)
+    assert [reports.due("a", t) for t in (0, 1, 9.9, 10, 15, 20)] == [
+        True, False, False, True, False, True]
+    assert reports.due("b", 15)
+
+
+def test_a_full_disk_is_told_from_other_errors():
+    assert is_disk_full(DiskFullError("no room"))
+    assert is_disk_full(OSError(28, "No space left on device"))
+    assert not is_disk_full(OSError(30, "Read-only file system"))
 
 
 def test_a_new_segment_is_reserved_and_a_full_disk_is_an_error_not_a_fault(tmp_path):
