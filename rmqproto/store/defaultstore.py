@@ -400,6 +400,9 @@ class DefaultMessageStore:
                 os.unlink(self.paths["abort"])
             except FileNotFoundError:
                 pass
+            except OSError as exc:  # a read-only store: the next start recovers
+                log.error("cannot remove {path}: {error}", path=self.paths["abort"],
+                          error=str(exc))
         self._close_files()
         if self._lock_fd is not None:
             os.close(self._lock_fd)

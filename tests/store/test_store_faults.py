@@ -231,3 +231,15 @@ def test_a_replicated_append_without_room_is_refused_and_keeps_what_fitted(small
     assert store.append_to_commit_log(SEGMENT, data[SEGMENT:])
     assert store.get_max_phy_offset() == SEGMENT + 100
 
+
+
+def test_a_store_read_only_at_shutdown_stops_all_the_same(disk_store):
+    factory, root = disk_store
+    store = factory.open()
+    assert put(store, record()).status is PUT_OK
+    with read_only(root):
+        factory.close_all()
+    assert store.commit_log.last_segment().closed
+    assert (root / "abort").exists()  # the next start recovers
+    store = factory.open()
+    assert len(units(store, "TopicA")) == 1
