@@ -50,11 +50,23 @@ def load(path, decode):
 
 
 def persist(path, data):
-    """Write ``data`` (bytes) to ``path`` safely: temporary file, backup of the old content, rename."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    """Write ``data`` (bytes) to ``path`` safely: temporary file, backup of the old content,
+    rename; whether it was written. A file that cannot be written (a full disk, a read-only
+    directory) is logged and left as it was, as Java's ``ConfigManager.persist`` does: the
+    table stays in memory and the next persist tries again."""
     temporary = path + ".tmp"
-    _write(temporary, data)
-    previous = _read(path)
-    if previous is not None:
-        _write(path + ".bak", previous)
-    os.replace(temporary, path)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        _write(temporary, data)
+        previous = _read(path)
+        if previous is not None:
+            _write(path + ".bak", previous)
+        os.replace(temporary, path)
+    except OSError as exc:
+        log.error("persist file {path} failed: {error}", path=path, error=str(exc))
+        try:
+            os.unlink(temporary)  # a part written to a full disk
+        except OSError:
+            pass
+        return False
+    return True

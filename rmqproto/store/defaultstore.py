@@ -33,6 +33,7 @@ from rmqproto.store.consumequeue import ConsumeQueue, names_a_directory
 from rmqproto.store.dispatch import (DISPATCH_BATCH, SCHEDULE_TOPIC, ReputService,
                                      consume_queue_runs, delay_level_to_queue_id,
                                      parse_delay_levels, requests_of_fields)
+from rmqproto.store.faults import FILE_ERRORS, ReportThrottle, is_disk_full
 from rmqproto.store.flush import CommitLogFlusher, ConsumeQueueFlusher, blocking_runner
 from rmqproto.store.indexservice import IndexService
 from rmqproto.store.interfaces import IMessageStore
@@ -44,8 +45,8 @@ from rmqproto.store.storecheckpoint import StoreCheckpoint
 from rmqproto.store.storestats import StoreStats
 from rmqproto.store.transfer import FOUND, NO_MATCH, REMOVING, transfer_caps, transfer_units
 
-__all__ = ["DefaultMessageStore", "RunningFlags", "REPUT_SLICE_BYTES", "next_offset_correction",
-           "to_schedule_topic", "total_physical_memory"]
+__all__ = ["DefaultMessageStore", "RunningFlags", "REPUT_SLICE_BYTES", "QUEUE_REPAIR_INTERVAL",
+           "next_offset_correction", "to_schedule_topic", "total_physical_memory"]
 
 log = Logger()
 _UNIT = CQ_STORE_UNIT_SIZE
@@ -57,6 +58,8 @@ _ROLLBACK = msg.TRANSACTION_ROLLBACK_TYPE
 _SCHEDULE_TOPIC_UTF8 = SCHEDULE_TOPIC.encode()
 #: Replicated commit-log bytes a slave dispatches in one reactor turn (about 8 ms of CPU).
 REPUT_SLICE_BYTES = 1 << 20
+#: Seconds between two tries to write the units a consume queue's dispatch could not.
+QUEUE_REPAIR_INTERVAL = 1.0
 
 
 def _deferred(result):
@@ -240,6 +243,12 @@ class DefaultMessageStore:
         self.flusher = CommitLogFlusher(self.commit_log.queue, values, reactor, self.run_blocking,
                                         self._on_commit_log_flushed)
         self.cq_flusher = None
+        #: ``{(topic, queue_id): commit-log offset}``: the consume queues whose units could
+        #: not be written (a full disk, a read-only directory), and where their repair
+        #: (:meth:`_repair_queues`) reads the commit log next; the dispatch skips them
+        self.broken_queues = {}
+        self._repair_call = None
+        self._reports = ReportThrottle()
         self.is_shutdown = True
         self.last_exit_ok = True
         self._lock_fd = None
@@ -355,16 +364,22 @@ class DefaultMessageStore:
         with open(self.paths["abort"], "wb"):
             pass
         self.is_shutdown = False
+        if self.broken_queues:  # the recovery's or the first reput's dispatch left them
+            self._schedule_repair(0)
 
     def shutdown(self):
         """A clean stop: flush everything, close the files, remove ``abort`` (kept when the
-        store is not writable or dispatching is behind, so the next start recovers)."""
+        store is not writable, dispatching is behind or a consume queue misses units, so
+        the next start recovers)."""
         if self.is_shutdown and self._lock_fd is None:
             self._close_files()
             return
         if self._reput_call is not None and self._reput_call.active():
             self._reput_call.cancel()
         self._reput_call = None
+        if self._repair_call is not None and self._repair_call.active():
+            self._repair_call.cancel()
+        self._repair_call = None
         if not self.is_shutdown:
             # what replication appended and no slice dispatched yet, and the last puts
             self.reput.do_reput()
@@ -380,11 +395,14 @@ class DefaultMessageStore:
         for f in self.index_service.files:
             f.fsync()
         self.checkpoint.flush()
-        if self.running_flags.writeable and self.reput.behind == 0:
+        if self.running_flags.writeable and self.reput.behind == 0 and not self.broken_queues:
             try:
                 os.unlink(self.paths["abort"])
             except FileNotFoundError:
                 pass
+            except OSError as exc:  # a read-only store: the next start recovers
+                log.error("cannot remove {path}: {error}", path=self.paths["abort"],
+                          error=str(exc))
         self._close_files()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -435,10 +453,16 @@ class DefaultMessageStore:
         consume queues (a queue's units of the batch in one append where they continue it),
         the index, the dispatch listeners."""
         runs, store_timestamp = consume_queue_runs(requests)
-        for (topic, queue_id), units in runs.items():
-            cq = self._consume_queue(topic, queue_id)
+        broken = self.broken_queues
+        for key, units in runs.items():
+            if broken and key in broken:
+                continue
+            cq = self._consume_queue(*key)
             if cq is not None:
-                cq.put_positions(units)
+                try:
+                    cq.put_positions(units)
+                except FILE_ERRORS as exc:
+                    self._queue_failed(key, units[0][0], exc)
         self._dispatched_until(store_timestamp)
         if self.config["messageIndexEnable"]:
             self.index_service.build_indexes(requests)
@@ -458,10 +482,17 @@ class DefaultMessageStore:
         end, runs, entries, rolls, store_timestamp = speedups.dispatch_usual_records(
             buffer, position, stop_at, DISPATCH_BATCH, _SCHEDULE_TOPIC_UTF8,
             None if batch is None else batch.newest_end_phy_offset, _ROLLBACK)
+        broken = self.broken_queues
         for topic, queue_id, cq_offset, units in runs:
+            if broken and (topic, queue_id) in broken:
+                continue
             cq = self._consume_queue(topic, queue_id)
             if cq is not None:
-                cq.put_packed_units(cq_offset, units)
+                try:
+                    cq.put_packed_units(cq_offset, units)
+                except FILE_ERRORS as exc:
+                    first_offset = int.from_bytes(units[:8], "big")
+                    self._queue_failed((topic, queue_id), first_offset, exc)
         self._dispatched_until(store_timestamp)
         if batch is not None:
             batch.put(PackedEntries(entries), rolls)
@@ -470,11 +501,65 @@ class DefaultMessageStore:
 
     def _dispatched_until(self, store_timestamp):
         """The checkpoint's times after a dispatched batch whose last consumable record was
-        stored at ``store_timestamp`` (None: it had none)."""
+        stored at ``store_timestamp`` (None: it had none). The consume queues' time stays
+        while a queue misses units, so that a recovery after a crash rebuilds them."""
         if store_timestamp is not None:
             if self.config["brokerRole"] == "SLAVE":
                 self.checkpoint.physic_msg_timestamp = store_timestamp
-            self.checkpoint.logics_msg_timestamp = store_timestamp
+            if not self.broken_queues:
+                self.checkpoint.logics_msg_timestamp = store_timestamp
+
+    # ------------------------------------------------------------ unwritable queues
+
+    def _queue_failed(self, key, offset, error):
+        """The units of ``key``'s queue from the record at commit-log ``offset`` on could not
+        be written: the queue is left to :meth:`_repair_queues`; other queues go on."""
+        self.broken_queues[key] = offset
+        log.error("consume queue {topic}/{queue_id} cannot be written ({error}): its units "
+                  "from commit-log offset {offset} on are written when it can be; the other "
+                  "queues go on", topic=key[0], queue_id=key[1], error=str(error),
+                  offset=offset)
+        self._schedule_repair(QUEUE_REPAIR_INTERVAL)
+
+    def _schedule_repair(self, delay):
+        if self._repair_call is None and not self.is_shutdown:
+            self._repair_call = self.reactor.callLater(delay, self._repair_queues)
+
+    def _repair_queues(self):
+        """Write the units the broken queues miss, read back from the commit log, about
+        :data:`REPUT_SLICE_BYTES` of it for each queue in a turn; a queue that reaches the
+        commit log's end is dispatched as usual again. A queue that still fails is tried
+        again after :data:`QUEUE_REPAIR_INTERVAL` (one log line per
+        :data:`~rmqproto.store.faults.REPORT_INTERVAL`)."""
+        self._repair_call = None
+        if self.is_shutdown:
+            return
+        failed = False
+        for key, offset in list(self.broken_queues.items()):
+            cq = self._consume_queue(*key)
+
+            def put(requests, key=key, cq=cq):
+                units = consume_queue_runs(requests)[0].get(key)
+                if units:
+                    cq.put_positions(units)
+
+            walk = ReputService(self.commit_log, self.delay_table, put)
+            walk.reput_from_offset = offset
+            try:
+                done = walk.do_reput(REPUT_SLICE_BYTES)
+            except FILE_ERRORS as exc:
+                done, failed = False, True
+                if self._reports.due(key, self.reactor.seconds()):
+                    log.error("consume queue {topic}/{queue_id} still cannot be written: "
+                              "{error}", topic=key[0], queue_id=key[1], error=str(exc))
+            if done:
+                del self.broken_queues[key]
+                log.info("consume queue {topic}/{queue_id} written again up to the commit "
+                         "log's end", topic=key[0], queue_id=key[1])
+            else:
+                self.broken_queues[key] = walk.reput_from_offset
+        if self.broken_queues:
+            self._schedule_repair(QUEUE_REPAIR_INTERVAL if failed else 0)
 
     def _flush_full_index_files(self):
         index = self.index_service
@@ -509,6 +594,20 @@ class DefaultMessageStore:
                 or self.running_flags.flag_bits & RunningFlags.NOT_WRITING_BITS):
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         return PUT_OK
+
+    def _segment_failed(self, error):
+        """A put found no room for a new commit-log segment (``error``): the status it is
+        answered. A full disk marks the store disk-full (SERVICE_NOT_AVAILABLE, as Java's
+        disk check does, until :mod:`rmqproto.store.retention`'s next check finds room);
+        other errors (a read-only or forbidden directory) are CREATE_MAPEDFILE_FAILED."""
+        if is_disk_full(error):
+            if self.running_flags.get_and_make_disk_full():
+                log.error("no room for a new commit-log segment ({error}): disk marked full, "
+                          "puts are refused until there is room again", error=str(error))
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if self._reports.due("commitlog", self.reactor.seconds()):
+            log.error("cannot create a commit-log segment: {error}", error=str(error))
+        return PutMessageStatus.CREATE_MAPEDFILE_FAILED
 
     def _refused(self, status, append_result=None):
         self.stats.put_failed()
@@ -599,8 +698,11 @@ class DefaultMessageStore:
         wrote and start the waits: the :class:`PutMessageResult`, or while a wait runs a
         Deferred of it, or with ``then`` None and ``then(result, token)`` when the waits
         end."""
-        # the store clock (now()), without the call
-        result = append(records, int(self.reactor.seconds() * 1000), properties, total)
+        try:
+            # the store clock (now()), without the call
+            result = append(records, int(self.reactor.seconds() * 1000), properties, total)
+        except FILE_ERRORS as exc:  # no new segment for them: nothing was stored
+            return self._refused(self._segment_failed(exc))
         if result.status is not APPENDED:
             return self._refused(PutMessageStatus.MESSAGE_ILLEGAL, result)
         if self.reput.reput_from_offset == result.wrote_offset:
@@ -612,7 +714,10 @@ class DefaultMessageStore:
         else:
             # behind them (replicated bytes, a dispatch that failed) or before the blank
             # of the segment they rolled from: read back and dispatched now
-            self.reput.do_reput()
+            try:
+                self.reput.do_reput()
+            except Exception:  # they are stored: the put is answered as such all the same
+                log.failure("dispatching after a put")
         # the turn's end: the append listeners, the deferred dispatch, and the flusher's
         # wake-up if asked below
         self._appended = True
@@ -673,7 +778,15 @@ class DefaultMessageStore:
         are flushed by the ``flushIntervalCommitLog`` rounds (``CommitLog.FlushRealTimeService``)."""
         if self.is_shutdown:
             return False
-        if not self.commit_log.append_data(start_offset, data):
+        try:
+            appended = self.commit_log.append_data(start_offset, data)
+        except FILE_ERRORS as exc:  # no room for the next segment: what fitted stays
+            if self._reports.due("replica", self.reactor.seconds()):
+                log.error("cannot create a commit-log segment for replicated bytes at "
+                          "{offset}: {error}", offset=start_offset, error=str(exc))
+            self._schedule_reput()
+            return False
+        if not appended:
             log.error("append to commit log failed at {offset} ({size} bytes)",
                       offset=start_offset, size=len(data))
             return False

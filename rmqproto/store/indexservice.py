@@ -9,16 +9,23 @@ is full); a query walks the files newest first. The file format itself is
 import os
 import time
 
+from twisted.logger import Logger
+
 from rmqproto.codec import message as msg
 from rmqproto.codec.indexfile import IndexFile, build_key, index_file_size, topic_prefix_hash
 from rmqproto.codec.javalang import java_string_hash_continued
 from rmqproto.codec.native import speedups
+from rmqproto.store.faults import FILE_ERRORS, ReportThrottle
 from rmqproto.store.mappedfile import MappedFileBase, numbered_files
 
 __all__ = ["IndexService", "IndexBatch", "IndexMappedFile", "index_file_name", "time_matched",
            "index_entries"]
 
+log = Logger()
 _ROLLBACK = msg.TRANSACTION_ROLLBACK_TYPE
+#: ``Long.MAX_VALUE``: the end offset of an index file that could not be created (no
+#: record is beyond it, so none gets entries).
+NO_INDEX = (1 << 63) - 1
 
 
 def index_file_name(now_ms):
@@ -99,9 +106,11 @@ class IndexBatch:
         self.file = None
 
     def newest_end_phy_offset(self):
-        """The newest file (created when there is none or the newest is full)'s end."""
-        self.file = self.service.last_file()
-        return self.file.index.end_phy_offset
+        """The newest file (created when there is none or the newest is full)'s end; the
+        largest offset, so that the batch adds no entries, when that file cannot be created
+        (:meth:`IndexService.writable_last_file`)."""
+        self.file = self.service.writable_last_file()
+        return NO_INDEX if self.file is None else self.file.index.end_phy_offset
 
     def put(self, entries, rolls):
         """Put ``entries`` (a sequence or :class:`PackedEntries`) into the newest file and
@@ -114,9 +123,11 @@ class IndexBatch:
         while done < len(entries):
             done = f.index.put_hashes(entries, done)
             if done < len(entries):
-                f = self.service.last_file()
+                f = self.service.writable_last_file()
+                if f is None:
+                    return
         if rolls and f.index.is_write_full:
-            self.service.last_file()
+            self.service.writable_last_file()
 
 
 class IndexService:
@@ -131,6 +142,7 @@ class IndexService:
         self.files = []
         #: Files that became full and await a flush: ``[IndexMappedFile]``.
         self.full_files = []
+        self._reports = ReportThrottle()
 
     def load(self, last_exit_ok, index_msg_timestamp):
         """Open the files; after a crash drop those holding entries newer than the checkpoint."""
@@ -144,21 +156,35 @@ class IndexService:
     def last_file(self):
         """``getAndCreateLastIndexFile``: the newest file, or a new one after a full one."""
         end_phy_offset = end_timestamp = 0
-        if self.files:
-            last = self.files[-1]
+        last = self.files[-1] if self.files else None
+        if last is not None:
             if not last.index.is_write_full:
                 return last
             end_phy_offset = last.index.end_phy_offset
             end_timestamp = last.index.end_timestamp
-            self.full_files.append(last)
         os.makedirs(self.directory, exist_ok=True)
         name = index_file_name(self.clock())
         while any(f.file_name == name for f in self.files):
             name = str(int(name) + 1)
         f = IndexMappedFile(os.path.join(self.directory, name), self.hash_slot_num,
                              self.index_num, end_phy_offset, end_timestamp)
+        if last is not None:
+            self.full_files.append(last)
         self.files.append(f)
         return f
+
+    def writable_last_file(self):
+        """:meth:`last_file`, or None when a new file cannot be created (a full disk, a
+        read-only directory): as Java's ``buildIndex``, the entries are dropped (the
+        messages stay, found by offset and by their queues), with one log line per
+        :data:`~rmqproto.store.faults.REPORT_INTERVAL`."""
+        try:
+            return self.last_file()
+        except FILE_ERRORS as exc:
+            if self._reports.due("index", self.clock() / 1000.0):
+                log.error("cannot create an index file in {directory}, keys are not indexed "
+                          "meanwhile: {error}", directory=self.directory, error=str(exc))
+            return None
 
     def build_index(self, request):
         """``buildIndex`` of one request (see :meth:`build_indexes`)."""

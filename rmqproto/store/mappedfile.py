@@ -2,6 +2,8 @@
 
 Java's ``MappedFile`` / ``MappedFileQueue``: a segment is named after the absolute
 offset of its first byte (20 digits) and has a fixed size; only the last one is written.
+Each file gets all its blocks when it is opened (:func:`reserve_blocks`), so that a full
+disk is an error at creation and never a fault in a write into the mapping.
 :class:`MappedFileBase` (open, map, fsync, close, delete) also serves the index files.
 Writes are ``memcpy`` into the mapping on the reactor thread; :meth:`MappedFile.fsync`
 (``os.fsync`` on the descriptor, which also writes back pages dirtied through the
@@ -12,14 +14,16 @@ anywhere (:func:`run_flush_plan`) and applied back on the reactor thread
 (:meth:`MappedFileQueue.apply_flush`), so positions are only ever touched by one thread.
 """
 
+import errno
 import mmap
 import os
 
 from rmqproto.codec.storefile import FILE_NAME_DIGITS, file_name_to_offset, offset_to_file_name
 from rmqproto.errors import CodecError, RmqError
 
-__all__ = ["OS_PAGE_SIZE", "StoreError", "MappedFileBase", "MappedFile", "MappedFileQueue",
-           "numbered_files", "run_flush_plan", "able_to_flush", "file_by_offset", "message_at"]
+__all__ = ["OS_PAGE_SIZE", "StoreError", "DiskFullError", "reserve_blocks", "MappedFileBase",
+           "MappedFile", "MappedFileQueue", "numbered_files", "run_flush_plan", "able_to_flush",
+           "file_by_offset", "message_at"]
 
 #: ``MappedFile.OS_PAGE_SIZE``: the unit of the "least pages" flush thresholds.
 OS_PAGE_SIZE = 4096
@@ -28,6 +32,31 @@ _ZERO_CHUNK = bytes(1 << 20)
 
 class StoreError(RmqError):
     """A store file cannot be opened, created or is inconsistent with the configuration."""
+
+
+class DiskFullError(StoreError):
+    """There is no room on the disk for a store file's blocks (``ENOSPC``, or a quota's
+    ``EDQUOT``): nothing was written."""
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def reserve_blocks(fd, size):
+    """Give the file open as ``fd`` all its blocks up to ``size`` bytes now
+    (``posix_fallocate``), so that a write through a mapping of it never meets a full disk:
+    there that is a SIGBUS, which kills the process. :class:`DiskFullError` when the disk
+    has no room; other ``OSError`` as it comes. Blocks the file already has cost nothing,
+    so reserving a file written before is cheap. Every segment file of the store (commit
+    log, consume queues, index, checkpoint) goes through here when it is opened; a new kind
+    of segment (DLedger's) must as well."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno in _NO_SPACE:
+            raise DiskFullError("no space on the disk for %d bytes: %s" % (
+                size, os.strerror(exc.errno))) from None
+        raise
 
 
 def able_to_flush(wrote, flushed, full, least_pages):
@@ -54,27 +83,30 @@ def numbered_files(directory, digits=None):
 
 class MappedFileBase:
     """A file of a fixed size mapped whole with mmap (``mm``): created zero-filled when it
-    is new or empty (``created``), refused with :class:`StoreError` when it has another
-    size. :meth:`fsync` may run in a thread between :meth:`begin_flush` and
-    :meth:`end_flush`; a close meanwhile unmaps at once and closes the descriptor when the
-    last such fsync ends."""
+    is new or empty, refused with :class:`StoreError` when it has another size, its blocks
+    reserved (:func:`reserve_blocks`; a new file that cannot have them is removed again).
+    :meth:`fsync` may run in a thread between :meth:`begin_flush` and :meth:`end_flush`; a
+    close meanwhile unmaps at once and closes the descriptor when the last such fsync
+    ends."""
 
     def __init__(self, path, file_size):
         self.path = path
         self.file_name = os.path.basename(path)
         self.file_size = file_size
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        created = False
         try:
             size = os.fstat(self.fd).st_size
-            self.created = size == 0
-            if self.created:
-                os.ftruncate(self.fd, file_size)
-            elif size != file_size:
+            created = size == 0
+            if not created and size != file_size:
                 raise StoreError("%s has %d bytes, the configured size is %d" % (
                     path, size, file_size))
+            reserve_blocks(self.fd, file_size)
             self.mm = mmap.mmap(self.fd, file_size)
         except BaseException:
             os.close(self.fd)
+            if created:  # nothing in it: no empty or half-reserved file is left
+                _unlink(path)
             raise
         self._flushes_in_flight = 0
         self._close_pending = False
@@ -120,10 +152,14 @@ class MappedFileBase:
     def destroy(self):
         """Close and delete the file."""
         self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        _unlink(self.path)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 class MappedFile(MappedFileBase):
@@ -238,10 +274,10 @@ class MappedFileQueue:
     def load(self):
         """Open every segment of the directory; all count as full until recovery says otherwise."""
         for path in numbered_files(self.directory, FILE_NAME_DIGITS):
-            mapped = MappedFile(path, self.file_size)
-            if mapped.created:  # an empty leftover: Java refuses it; it holds nothing, drop it
-                mapped.destroy()
+            if not os.path.getsize(path):  # an empty leftover (Java refuses it): holds nothing
+                _unlink(path)
                 continue
+            mapped = MappedFile(path, self.file_size)
             mapped.set_positions(self.file_size)
             self.files.append(mapped)
 

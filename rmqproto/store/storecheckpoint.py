@@ -9,6 +9,7 @@ import mmap
 import os
 
 from rmqproto.codec.checkpoint import CHECKPOINT_FILE_SIZE, Checkpoint, decode_checkpoint, encode_checkpoint
+from rmqproto.store.mappedfile import reserve_blocks
 
 __all__ = ["StoreCheckpoint"]
 
@@ -19,8 +20,11 @@ class StoreCheckpoint:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         existed = os.fstat(self.fd).st_size > 0
-        if os.fstat(self.fd).st_size < CHECKPOINT_FILE_SIZE:
-            os.ftruncate(self.fd, CHECKPOINT_FILE_SIZE)
+        try:
+            reserve_blocks(self.fd, CHECKPOINT_FILE_SIZE)  # a write to the page never faults
+        except BaseException:
+            os.close(self.fd)
+            raise
         self.mm = mmap.mmap(self.fd, CHECKPOINT_FILE_SIZE)
         values = decode_checkpoint(self.mm[:]) if existed else Checkpoint(0, 0, 0)
         self.physic_msg_timestamp = values.physic_msg_timestamp

@@ -2,8 +2,11 @@
 
 import json
 
+from twisted.logger import globalLogPublisher
+
 from rmqproto.broker.topicconfig import TopicConfigManager, topic_config_string, validate_topic
 from rmqproto.codec.bodies.topic import TopicConfig, TopicConfigSerializeWrapper
+from support.mounts import read_only
 from brokerkit import broker_config, make_controller
 
 # name -> (read, write, perm) as TopicConfigManager 4.9.x creates them
@@ -102,3 +105,24 @@ def test_validate_topic_and_to_string():
     assert topic_config_string(TopicConfig("T", 1, 2, 2)) == (
         "TopicConfig [topicName=T, readQueueNums=1, writeQueueNums=2, perm=-W-, "
         "topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false]")
+
+
+def test_a_topics_json_that_cannot_be_saved_is_a_log_line(tmp_path):
+    """A read-only config directory: the change is kept in memory, the file is left as it
+    was, the failure is logged (as Java's ``ConfigManager.persist``), nothing raises."""
+    controller = make_controller(tmp_path)
+    manager = controller.topic_config_manager
+    manager.update_topic_config(TopicConfig("T1", 2, 3))
+    path = tmp_path / "store" / "config" / "topics.json"
+    before = path.read_bytes()
+    events = []
+    globalLogPublisher.addObserver(events.append)
+    try:
+        with read_only(path.parent):
+            manager.update_topic_config(TopicConfig("T2", 2, 3))
+    finally:
+        globalLogPublisher.removeObserver(events.append)
+    assert "T2" in manager.topic_config_table
+    assert path.read_bytes() == before
+    assert not (path.parent / "topics.json.tmp").exists()
+    assert any(event.get("log_format", "").startswith("persist file") for event in events)
