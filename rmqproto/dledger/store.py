@@ -78,7 +78,10 @@ class TermFile:
         return loaded if loaded is not None else (0, None)
 
     def save(self, curr_term, vote_leader):
-        persist_file(self.path, codec.encode_currterm(curr_term, vote_leader))
+        """Raises DISK_ERROR when the file cannot be written: nothing may depend on a vote
+        that is not on disk."""
+        _check(persist_file(self.path, codec.encode_currterm(curr_term, vote_leader)),
+               DLedgerResponseCode.DISK_ERROR, "%s could not be written" % self.path)
 
 
 class DLedgerStore:

@@ -95,7 +95,9 @@ def test_random_requests(tmp_path, stores, seed, monkeypatch):
                                                   queue_id=queue_id))
             put.addCallback(lambda result: offsets.append(str(result.append_result.wrote_offset)))
     rng = random.Random(seed)
-    codes = sorted(broker.dispatcher._processors)
+    # deleting a topic leaves its records without consume queues by design (its own test is
+    # in test_admin.py), which the store check below would report
+    codes = sorted(set(broker.dispatcher._processors) - {int(RC.DELETE_TOPIC_IN_BROKER)})
     connections = [Connection("10.0.0.%d:1" % i) for i in range(3)]
     answers = []
     for i in range(3000):

@@ -218,12 +218,9 @@ class AdminBrokerProcessor:
             manager.data_version = manager.data_version.next_version(manager.now())
             controller.registration.register_all(oneway=True)
         path = controller.config_file
-        try:
-            persist(path, dump_properties(self.config).encode("utf-8"))
-        except OSError as exc:
-            log.error("updateBrokerConfig could not save {path}: {error}", path=path, error=exc)
+        if not persist(path, dump_properties(self.config).encode("utf-8")):  # logged there
             return request.response(R.SYSTEM_ERROR, remark="the settings apply now, but %s could "
-                                    "not be saved: %s" % (path, exc.strerror or exc))
+                                    "not be saved" % path)
         return request.response(R.SUCCESS)
 
     # ------------------------------------------------------------ offsets
