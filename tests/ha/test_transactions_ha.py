@@ -10,7 +10,7 @@ from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.message import iter_records
 from support.hapair import HAPair
 from support.interop import java_available
-from support.syncclient import call, wait_until
+from support.syncclient import call, create_topic, wait_until
 
 pytestmark = pytest.mark.skipif(not java_available(), reason="Java 17 and Maven are not installed")
 
@@ -33,10 +33,7 @@ def query(addr, key):
 
 def test_committed_messages_are_on_the_slave_after_a_master_kill(pair):
     pair.wait_in_sync()
-    header = h.CreateTopicRequestHeader(
-        topic=TOPIC, default_topic="TBW102", read_queue_nums=1, write_queue_nums=1, perm=6,
-        topic_filter_type="SINGLE_TAG", topic_sys_flag=0, order=False)
-    assert call(pair.master_addr, RC.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()).code == R.SUCCESS
+    create_topic(pair.master_addr, TOPIC)
     wait_until(lambda: call(pair.namesrv_addr, RC.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}).code
                == R.SUCCESS, timeout=30)
     result = pair.peers.run_client("rmqproto.peers.Transactions", pair.namesrv_addr, 2, 60, TOPIC)

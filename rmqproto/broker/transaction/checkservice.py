@@ -97,19 +97,16 @@ class TransactionCheckService:
         """Do one step; False when a put back failed (the pass stops there)."""
         if step.kind is Step.DISCARD:
             yield self._discard(step)
-        elif step.kind is Step.IMMUNE:
-            result = yield self.bridge.put(immunity_half(step.record, step.properties))
+        elif step.kind in (Step.IMMUNE, Step.CHECK):
+            copy = (immunity_half if step.kind is Step.IMMUNE else renewed_half)(
+                step.record, step.properties)
+            result = yield self.bridge.put(copy)
             if result.status is not PUT_OK:
                 log.error("putting back half message at {offset} failed: {status}",
                           offset=step.offset, status=result.status.name)
                 return False
-        elif step.kind is Step.CHECK:
-            result = yield self.bridge.put(renewed_half(step.record, step.properties))
-            if result.status is not PUT_OK:
-                log.error("PutBackToHalfQueueReturnResult write failed, offset {offset}: {status}",
-                          offset=step.offset, status=result.status.name)
-                return False
-            self._send_check(step.record, step.properties, result.append_result)
+            if step.kind is Step.CHECK:
+                self._send_check(step.record, step.properties, result.append_result)
         return True
 
     @defer.inlineCallbacks
