@@ -6,15 +6,18 @@ service (CHECK_TRANSACTION_STATE to the producer group, discarding after
 
 import pytest
 from twisted.internet.defer import succeed
+from twisted.internet.task import Clock
 
 from rmqproto.broker.clients import ClientChannelInfo
 from rmqproto.broker.controller import BrokerController
 from rmqproto.broker.transaction.records import CHECK_GROUP
 from rmqproto.codec import headers as h
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
-from rmqproto.codec.message import decode_record
+from rmqproto.codec.message import decode_message_id, decode_record
 from rmqproto.store.results import PutMessageStatus
-from brokerkit import NOW_MS, call, make_controller
+from rmqproto.store.defaultstore import DefaultMessageStore
+from brokerkit import NOW_MS, broker_config, call, make_controller
+from store.store_support import SMALL
 from test_send import send
 
 HALF, OP, DISCARDED = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC"
@@ -45,7 +48,7 @@ def prepare(broker, key="K1", group="PG", **kw):
     answer = send(broker, properties={"TRAN_MSG": "true", "PGROUP": group, "UNIQ_KEY": key,
                                       "TAGS": "TagT", "WAIT": "true"}, sys_flag=0x4, **kw)
     assert answer.code == R.SUCCESS
-    return broker.store.records(HALF)[int(answer.ext_fields["queueOffset"])]
+    return broker.store.look_message_by_offset(decode_message_id(answer.ext_fields["msgId"])[1])
 
 
 def end(broker, half, kind, group="PG", check=False, **overrides):
@@ -195,29 +198,39 @@ def test_a_failed_put_back_stops_the_pass_at_that_message(broker):
     assert len(producer.requests) == 1 and offsets(broker, HALF) == 1
 
 
-def test_a_restart_checks_on_from_the_stored_offsets(tmp_path):
-    first = make_controller(tmp_path, **TX_SETTINGS)
+def _fake_store(tmp_path):
+    controller = make_controller(tmp_path, **TX_SETTINGS)
+    return controller.config, controller.reactor, lambda: controller.store
+
+
+def _disk_store(tmp_path):
+    config = broker_config(tmp_path, **dict(SMALL, **TX_SETTINGS))
+    clock = Clock()
+    clock.advance(NOW_MS / 1000)
+    return config, clock, lambda: DefaultMessageStore(config, clock)
+
+
+@pytest.mark.parametrize("stores", [_fake_store, _disk_store], ids=["fake-store", "disk-store"])
+def test_a_restart_checks_on_from_the_stored_offsets(tmp_path, stores):
+    config, clock, open_store = stores(tmp_path)
+    first = BrokerController(config, clock, store=open_store())
     first.start()
     producer = register(first)
     committed = prepare(first, key="A")
     prepare(first, key="B")
     end(first, committed, 8)
-    first.reactor.advance(4)
+    clock.advance(4)
     assert [decode_record(r.body).properties["UNIQ_KEY"] for r in producer.requests] == ["B"]
-    first.transaction_check_service.stop()
-    first.client_manager.stop()
-    first.consumer_offset_manager.persist()
-    # the same store, a new broker reading consumerOffset.json
-    second = BrokerController(first.config, first.reactor, store=first.store)
+    first.shutdown()  # persists consumerOffset.json, shuts the store down
+    second = BrokerController(config, clock, store=open_store())
     second.start()
     try:
         assert second.consumer_offset_manager.query_offset(CHECK_GROUP, HALF, 0) == 2
         producer = register(second)
-        second.reactor.advance(1)
+        clock.advance(1)
         # only B's copy is checked again (its second check); A stays settled
         [request] = producer.requests
         shown = decode_record(request.body)
         assert (shown.properties["UNIQ_KEY"], shown.properties["TRANSACTION_CHECK_TIMES"]) == ("B", "2")
     finally:
-        second.transaction_check_service.stop()
-        second.client_manager.stop()
+        second.shutdown()
