@@ -156,6 +156,7 @@ def test_check_back_asks_the_producer_group_and_a_check_commit_settles_it(broker
     assert (shown.topic, shown.queue_id, shown.body) == ("TopicA", 1, b"hello")
     assert (shown.queue_offset, shown.commit_log_offset) == (1, copy.commit_log_offset)
     assert offsets(broker, HALF) == 1
+    assert broker.topic_config_manager.topic_config_table[HALF].read_queue_nums == 1
     # the producer answers from its check: the copy is committed
     answer = end(broker, copy, 8, check=True)
     assert answer.code == R.SUCCESS
