@@ -138,7 +138,7 @@ class BrokerController:
         """Unregister from the NameServers, persist metadata, shut the store down (flush,
         remove ``abort``), close outgoing connections."""
         self.registration.stop()
-        for part in self._running_parts():
+        for part in (self.client_manager, self.consume_processor, self.transaction_check_service):
             stop = getattr(part, "stop", None)
             if stop is not None:
                 stop()
