@@ -2,6 +2,8 @@
 half queue's offsets, its op records, its half messages and ``now``, which are done, which
 are checked, put back or discarded, and how far the offsets move."""
 
+from hypothesis import given, strategies as st
+
 from rmqproto.broker.transaction.check import (
     CheckPlan, HalfRead, OpRecord, Step, need_discard, next_op_offset, plan_queue_check,
 )
@@ -125,3 +127,36 @@ def test_next_op_offset_moves_over_settled_records_without_gaps():
     assert next_op_offset([7, 5, 6, 9], 5) == 8
     assert next_op_offset([6], 5) == 5
     assert next_op_offset([], 5) == 5
+
+
+@st.composite
+def queues(draw):
+    """A half queue (ages, check counts) from some offset on, and op records naming offsets."""
+    start = draw(st.integers(0, 5))
+    ages = draw(st.lists(st.sampled_from([1000, 10_000, -5]), max_size=12))
+    counts = draw(st.lists(st.sampled_from([None, "1", "2", "3"]), min_size=len(ages),
+                           max_size=len(ages)))
+    records = {start + i: (half(start + i, age) if c is None else
+                           half(start + i, age, TRANSACTION_CHECK_TIMES=c))
+               for i, (age, c) in enumerate(zip(ages, counts))}
+    named = draw(st.lists(st.integers(0, start + len(ages) + 2), unique=True, max_size=10))
+    ops = [OpRecord(10 + i, "d", offset) for i, offset in enumerate(named)]
+    return start, records, ops
+
+
+@given(queues())
+def test_a_plan_settles_each_offset_once_and_moves_only_over_settled_records(queue):
+    start, records, ops = queue
+    result = plan(records, ops, half_offset=start, op_offset=10, check_max=3)
+    named = {op.half_offset for op in ops}
+    offsets = [s.offset for s in result.steps]
+    assert offsets == list(range(start, result.half_offset))  # in order, none twice, no gap
+    for step in result.steps:
+        if step.kind is Step.DONE:
+            assert step.offset in named
+        else:
+            assert step.offset not in named  # never checked or dropped once an op names it
+    settled = {op.queue_offset for op in ops if op.half_offset < start}
+    settled |= {s.done_op for s in result.steps if s.done_op is not None}
+    assert all(q in settled for q in range(10, result.op_offset))
+    assert result.offsets_before(len(result.steps)) == (result.half_offset, result.op_offset)
