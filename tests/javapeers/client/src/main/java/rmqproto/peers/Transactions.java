@@ -23,7 +23,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  * (one producer group and one consumer group per topic). Five messages per topic, named by
  * their "kind" property: "commit" and "rollback" end at once; "check-commit",
  * "check-rollback" and "check-unknown" answer UNKNOW and are decided when the broker checks
- * back (commit, rollback, UNKNOW every time). A push consumer reads each topic.
+ * back (commit, rollback, UNKNOW every time). A push consumer reads each topic. Heartbeats
+ * go every second, so that a restarted broker soon knows the producer group again.
  *
  * Usage: Transactions NAMESRV_ADDR CHECK_MAX TIMEOUT_SECONDS TOPIC...
  * Prints "SEND topic kind status", "CHECK topic kind times" for every check-back,
@@ -49,6 +50,7 @@ public final class Transactions {
             String topic = args[t];
             DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("TxConsumer-" + topic);
             consumer.setNamesrvAddr(namesrv);
+            consumer.setHeartbeatBrokerInterval(1000); // a restarted broker learns the producer soon
             consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
             consumer.subscribe(topic, "*");
             consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
@@ -66,6 +68,7 @@ public final class Transactions {
 
             TransactionMQProducer producer = new TransactionMQProducer("TxProducer-" + topic);
             producer.setNamesrvAddr(namesrv);
+            producer.setHeartbeatBrokerInterval(1000);
             producer.setTransactionListener(new TransactionListener() {
                 @Override
                 public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
