@@ -15,12 +15,14 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from rmqproto.broker.acl import access_guard
-from rmqproto.broker.config import broker_addr
+from rmqproto.broker.config import broker_addr, is_slave
+from rmqproto.broker.processors import endtransaction
 from rmqproto.broker.processors.acl import AclAdminProcessor
 from rmqproto.broker.processors.admin import AdminBrokerProcessor
 from rmqproto.broker.processors.send import SendMessageProcessor
 from rmqproto.broker.registration import BrokerRegistration
 from rmqproto.broker.topicconfig import TopicConfigManager, topic_config_path
+from rmqproto.broker.transaction.checkservice import TransactionCheckService
 from rmqproto.codec.bodies.topic import DataVersion
 from rmqproto.pluggable import (
     IAccessValidatorFactory, IMessageStoreFactory, PluginNotFoundError, find,
@@ -98,6 +100,9 @@ class BrokerController:
         self.admin_processor.register_with(self.dispatcher)
         AclAdminProcessor(self).register_with(self.dispatcher)
         self._create_consume_side()
+        self.end_transaction_processor = endtransaction.register(self)
+        #: the check-back of half messages, run by a master only
+        self.transaction_check_service = TransactionCheckService(self)
 
     def _create_consume_side(self):
         offsets = _optional("rmqproto.broker.offsets", "ConsumerOffsetManager")
@@ -111,6 +116,12 @@ class BrokerController:
         self.client_manager = clients(self) if clients else None
         register = _optional("rmqproto.broker.processors.consume", "register")
         self.consume_processor = register(self) if register is not None else None
+
+    def _running_parts(self):
+        parts = [self.client_manager, self.consume_processor]
+        if not is_slave(self.config):
+            parts.append(self.transaction_check_service)
+        return parts
 
     def _managers(self):
         return [m for m in (self.topic_config_manager, self.consumer_offset_manager,
@@ -133,7 +144,7 @@ class BrokerController:
         self.store.start()
         if self.access_validator is not None:
             self.access_validator.start()
-        for part in (self.client_manager, self.consume_processor):
+        for part in self._running_parts():
             start = getattr(part, "start", None)
             if start is not None:
                 start()
@@ -147,7 +158,8 @@ class BrokerController:
         """Unregister from the NameServers, persist metadata, shut the store down (flush,
         remove ``abort``), close outgoing connections."""
         self.registration.stop()
-        for part in (self.access_validator, self.client_manager, self.consume_processor):
+        for part in (self.access_validator, self.client_manager, self.consume_processor,
+                     self.transaction_check_service):
             stop = getattr(part, "stop", None)
             if stop is not None:
                 stop()

@@ -71,3 +71,16 @@ def wait_until(predicate, timeout=30.0, interval=0.2):
         if time.monotonic() > deadline:
             raise TimeoutError("condition not met after %.0f s" % timeout)
         time.sleep(interval)
+
+
+def create_topic(address, topic, queues=1):
+    """UPDATE_AND_CREATE_TOPIC of ``topic`` (``queues`` read and write queues, perm 6) on the
+    broker at ``address``; asserts it succeeded."""
+    from rmqproto.codec import headers
+    from rmqproto.codec.codes import RequestCode, ResponseCode
+
+    header = headers.CreateTopicRequestHeader(
+        topic=topic, default_topic="TBW102", read_queue_nums=queues, write_queue_nums=queues,
+        perm=6, topic_filter_type="SINGLE_TAG", topic_sys_flag=0, order=False)
+    answer = call(address, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
