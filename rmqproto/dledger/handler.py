@@ -28,7 +28,6 @@ __all__ = ["EntryHandler", "QUEUE_CAPACITY"]
 QUEUE_CAPACITY = 1024
 #: ``TimeoutFuture<>(1000)`` of a waiting append, and the ``checkAbnormalFuture`` period.
 APPEND_WAIT_MS = 1000
-_NEVER = float("-inf")
 
 
 def _ends(request):
@@ -49,7 +48,7 @@ class EntryHandler:
         self.ledger = node.ledger
         self.waiting = {}           # first index → (request, token, deadline)
         self.queue = deque()        # (request, token): COMMIT, COMPARE, TRUNCATE
-        self.last_check_fast_forward = _NEVER
+        self.last_check_fast_forward = node.now
         self.match = (None, None, -1)   # (term, leader, last index known to match it)
 
     def response(self, request, code):

@@ -4,6 +4,7 @@ The core has no sockets and no clock (times are milliseconds the caller passes i
 caller — the Twisted adapter, or a test's simulated network — does four things::
 
     node.receive(token, request, now)     # a request from a peer or a client
+                                          # (receive_all: several decoded at once)
     node.deliver(request, response, now)  # the answer to a request from node.ready()
                                           # (None when the call failed or timed out)
     node.tick(now)                        # timers: call at node.next_deadline() or sooner
@@ -96,14 +97,20 @@ class DLedgerNode:
 
     def receive(self, token, request, now):
         """A request from a peer or a client; its answer comes back as ``Reply(token, …)``."""
+        self.receive_all([(token, request)], now)
+
+    def receive_all(self, requests, now):
+        """Several ``(token, request)`` at once — everything one read decoded — handled
+        before the work they cause, as Java's handler threads see a burst."""
         self.now = now
         member = self.member
-        if request.remote_id != member.self_id:
-            self.refuse(token, request, DLedgerResponseCode.UNKNOWN_MEMBER)
-        elif request.group != member.group:
-            self.refuse(token, request, DLedgerResponseCode.UNKNOWN_GROUP)
-        else:
-            self._dispatch(token, request, now)
+        for token, request in requests:
+            if request.remote_id != member.self_id:
+                self.refuse(token, request, DLedgerResponseCode.UNKNOWN_MEMBER)
+            elif request.group != member.group:
+                self.refuse(token, request, DLedgerResponseCode.UNKNOWN_GROUP)
+            else:
+                self._dispatch(token, request, now)
         self._work(now)
 
     def propose(self, token, bodies, now):
