@@ -130,6 +130,8 @@ class EntryPusher:
                     self._answer(waiting, index, DLedgerResponseCode.TERM_CHANGED, -1)
         for old in [t for t in self.water_marks if t != term]:
             del self.water_marks[old]
+        # Java refreshes its own mark from the log end once a second; it is always true.
+        self.update_water_mark(term, member.self_id, self.ledger.end_index)
         marks = sorted(self._marks(term).values(), reverse=True)
         self.update_committed_index(term, marks[len(marks) // 2])
         committed = self.ledger.committed_index
