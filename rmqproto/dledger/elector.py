@@ -62,7 +62,7 @@ class LeaderElector:
         self.last_parse_result = ParseResult.WAIT_TO_REVOTE
         self.vote_round = None
         self.heartbeat_round = None
-        self.take_leadership = None     # token of the LEADERSHIP_TRANSFER a transferee answers
+        self.take_over_token = None     # the LEADERSHIP_TRANSFER a transferee still answers
 
     # ------------------------------------------------------------ role changes
 
@@ -402,7 +402,7 @@ class LeaderElector:
                                               code=DLedgerResponseCode.INCONSISTENT_TERM)
         target = request.term + 1
         member.term_to_take_leadership = target
-        self.take_leadership = token
+        self.take_over_token = token
         self.change_role_to_candidate(target)
         self.need_increase_term_immediately = True
         return None
@@ -410,7 +410,7 @@ class LeaderElector:
     def _check_take_leadership(self, term, role):
         """``TakeLeadershipTask#check``: answer the pending take-over once its fate is known."""
         target = self.member.term_to_take_leadership
-        if target == -1 or self.take_leadership is None:
+        if target == -1 or self.take_over_token is None:
             return
         code = None
         if term > target:
@@ -426,6 +426,6 @@ class LeaderElector:
             code = DLedgerResponseCode.TAKE_LEADERSHIP_FAILED
         else:
             code = DLedgerResponseCode.INTERNAL_ERROR
-        token, self.take_leadership = self.take_leadership, None
+        token, self.take_over_token = self.take_over_token, None
         self.member.term_to_take_leadership = -1
         self.node.reply(token, LeadershipTransferResponse(term=term, code=code))
