@@ -228,7 +228,11 @@ class LeaderElector:
         if code is DLedgerResponseCode.SUCCESS:
             rnd.succeeded += 1
         elif code is DLedgerResponseCode.EXPIRED_TERM:
-            rnd.heartbeat_max_term = response.term
+            rnd.heartbeat_max_term = max(rnd.heartbeat_max_term, response.term)
+            if response.term > self.member.curr_term and self.member.role is Role.LEADER:
+                # Ours: a member with a larger term would never follow this leader (DLedger
+                # #325); step down at once, as Raft does, even with a quorum of followers.
+                self.change_role_to_candidate(response.term)
         elif code is DLedgerResponseCode.INCONSISTENT_LEADER:
             rnd.inconsistent_leader = True
         elif code is DLedgerResponseCode.TERM_NOT_READY:

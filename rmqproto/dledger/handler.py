@@ -157,15 +157,23 @@ class EntryHandler:
         return DLedgerResponseCode.SUCCESS
 
     def _truncate(self, request):
+        """``handleDoTruncate``, except that committed entries are never dropped: a
+        TRUNCATE below the committed index (a COMPARE answered before late appends landed)
+        keeps the log up to the committed index, which matches any leader's."""
         ledger = self.ledger
+        entry = request.entry
         try:
             self._check_leader(request)
-            ledger.truncate(request.entry)
+            if entry.index < ledger.committed_index:
+                if ledger.get(entry.index) != entry:
+                    raise LedgerError(DLedgerResponseCode.INCONSISTENT_STATE)
+                entry = ledger.get(ledger.committed_index)
+            ledger.truncate(entry)
         except LedgerError:
             return DLedgerResponseCode.INCONSISTENT_STATE
         if ledger.committed_index > ledger.end_index:
             ledger.committed_index = ledger.end_index
-        self.match = (request.term, request.leader_id, request.entry.index)
+        self.match = (request.term, request.leader_id, entry.index)
         self.update_committed_index(request)
         return DLedgerResponseCode.SUCCESS
 

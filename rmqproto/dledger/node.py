@@ -62,6 +62,9 @@ class DLedgerNode:
         self.rng = rng or random.Random()
         self.now = now
         self.member = MemberState(config, ledger, term_state)
+        if ledger.committed_index > ledger.end_index:
+            # A checkpoint written before the last entries were lost (DLedger #316).
+            ledger.committed_index = ledger.end_index
         self._out = Ready()
         self._awaiting = {}          # id(request) → (request, on_response)
         self.elector = LeaderElector(self)

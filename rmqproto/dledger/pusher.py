@@ -133,7 +133,7 @@ class EntryPusher:
         # Java refreshes its own mark from the log end once a second; it is always true.
         self.update_water_mark(term, member.self_id, self.ledger.end_index)
         marks = sorted(self._marks(term).values(), reverse=True)
-        self.update_committed_index(term, marks[len(marks) // 2])
+        self.update_committed_index(term, marks[len(marks) // 2], marks[-1])
         committed = self.ledger.committed_index
         pending = self.pending.get(term)
         if not pending:
@@ -155,17 +155,21 @@ class EntryPusher:
                 break
             self._answer(waiting, index, DLedgerResponseCode.WAIT_QUORUM_ACK_TIMEOUT, term)
 
-    def update_committed_index(self, term, index):
-        """The leader's ``updateCommittedIndex``, with Raft's rule that only an entry of the
-        current term is committed by counting replicas (older ones follow it)."""
+    def update_committed_index(self, term, quorum_index, everyone_index):
+        """The leader's ``updateCommittedIndex``, with Raft's rule: an entry of an older term
+        is not committed because a quorum holds it (Raft's Figure 8: a member holding a
+        later-term entry could still be elected and overwrite it); it is committed once an
+        entry of the current term is, or once every member holds it, when no member can
+        be elected without it."""
         ledger = self.ledger
-        if (index == -1 or ledger.end_index == -1 or term < self.member.curr_term
-                or index <= ledger.committed_index or index < ledger.begin_index):
+        if ledger.end_index == -1 or term < self.member.curr_term:
             return
-        index = min(index, ledger.end_index)
-        if ledger.get(index).term != self.member.curr_term:
-            return
-        ledger.committed_index = index
+        index = min(quorum_index, ledger.end_index)
+        if index > ledger.committed_index and ledger.get(index).term != term:
+            index = -1
+        index = max(index, min(everyone_index, ledger.end_index))
+        if index > ledger.committed_index and index >= ledger.begin_index:
+            ledger.committed_index = index
 
     def work(self, now):
         if self.member.role is not Role.LEADER:

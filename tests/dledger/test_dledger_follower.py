@@ -131,13 +131,23 @@ def test_commit_index_follows_only_what_is_known_to_match():
     assert node.committed_index == 1 == node.ledger.end_index
 
 
-def test_truncate_never_leaves_the_committed_index_above_the_end():
+def test_truncate_keeps_committed_entries():
     ledger = ledger_with(1, 1, 1, tag=b"L")
-    ledger.committed_index = 2                        # e.g. a checkpoint from before
+    ledger.committed_index = 1
     node = follower(ledger)
-    e = leader_entries(1, 1)
-    send(node, "t", push(TRUNCATE, entry=e[0]))
-    assert node.ledger.end_index == 0 and node.committed_index == 0
+    e = leader_entries(1, 1, 1)
+    answers = send(node, "t", push(TRUNCATE, entry=e[0]))
+    assert answers["t"].code == SUCCESS and answers["t"].end_index == 1
+    assert node.ledger.end_index == 1 and node.committed_index == 1
+    other = leader_entries(3)[0]
+    assert send(node, "bad", push(TRUNCATE, entry=other))["bad"].code == INCONSISTENT
+    assert node.ledger.end_index == 1
+
+
+def test_a_checkpoint_ahead_of_the_log_is_cut_back_at_start():
+    ledger = ledger_with(1, 1, 1)
+    ledger.committed_index = 7                        # the tail was lost after it was written
+    assert follower(ledger).committed_index == 2
 
 
 def test_not_a_follower_answers_not_follower():

@@ -72,7 +72,8 @@ class SafetyChecker:
 class Network:
     """Nodes ``ids`` of one group on a fake clock (milliseconds)."""
 
-    def __init__(self, ids=("n0", "n1", "n2"), seed=0, delay=(1, 3), drop=0.0, **settings):
+    def __init__(self, ids=("n0", "n1", "n2"), seed=0, delay=(1, 3), drop=0.0, ledgers=None,
+                 term_states=None, **settings):
         self.rng = random.Random(seed)
         self.ids = list(ids)
         self.peers = ";".join("%s-127.0.0.1:%d" % (i, 20911 + k) for k, i in enumerate(ids))
@@ -83,11 +84,13 @@ class Network:
         self.events = []
         self.seq = itertools.count()
         self.nodes = {}
-        self.ledgers = {i: MemoryLedger() for i in ids}
-        self.term_states = {i: None for i in ids}
+        self.ledgers = {i: (ledgers or {}).get(i) or MemoryLedger() for i in ids}
+        self.term_states = {i: (term_states or {}).get(i) for i in ids}
         self.incarnation = dict.fromkeys(ids, 0)
         self.cut = set()                # (from, to) links that lose everything
         self.slow = {}                  # (from, to) → extra delay in ms
+        self.lossy = {}                 # (from, to) → chance a message is lost
+        self.blocked = None             # blocked(from, to, request) → True drops the request
         self.results = {}               # client token → AppendEntryResponse / other answers
         self.positions = {}
         self.proposals = {}             # client token → body (single appends)
@@ -135,6 +138,7 @@ class Network:
     def heal(self):
         self.cut = set()
         self.slow = {}
+        self.lossy = {}
 
     # ------------------------------------------------------------ clients
 
@@ -212,7 +216,7 @@ class Network:
                 self._pump(dst)
 
     def _link_delay(self, src, dst):
-        if (src, dst) in self.cut or self.rng.random() < self.drop:
+        if (src, dst) in self.cut or self.rng.random() < self.lossy.get((src, dst), self.drop):
             return None
         return self.rng.uniform(*self.delay) + self.slow.get((src, dst), 0)
 
@@ -232,6 +236,8 @@ class Network:
             self._waiting[id(request)] = request
             self._schedule(self.now + RPC_TIMEOUT_MS, ("timeout", member, incarnation, request))
             delay = self._link_delay(member, send.to)
+            if self.blocked is not None and self.blocked(member, send.to, request):
+                delay = None
             if delay is not None:
                 self._schedule(self.now + delay, ("request", member, send.to, incarnation,
                                                   request, request.to_json()))
