@@ -292,3 +292,37 @@ def test_failed_take_overs_are_not_retried_every_second(retry_ms):
         assert tries >= 12 and refused >= 100      # DLedger: blocked most of the time
     else:
         assert tries <= 6 and refused <= 70
+
+
+def test_an_older_term_entry_on_a_quorum_is_not_committed_by_counting():
+    """Raft's Figure 8, which DLedger's counting commit allows: x (term a) sits on a quorum
+    under a leader of a later term and is counted as committed, then a member holding y
+    (term b, a < b) at the same index wins and overwrites it. The network's checker would
+    raise on the overwrite of a committed entry."""
+    net = Network(GROUP3, seed=21)
+    append_all(net, [b"base"])
+    s1 = net.leader()
+    s2, s3 = [m for m in GROUP3 if m != s1]
+    net.isolate(s1)
+    net.propose(s1, b"x")                               # only s1 holds x (term a)
+    assert net.run_until(lambda: net.nodes[s3].role is Role.LEADER
+                         or net.nodes[s2].role is Role.LEADER, 60000)
+    if net.nodes[s2].role is Role.LEADER:
+        s2, s3 = s3, s2
+    net.partition([s1], [s2], [s3])
+    net.propose(s3, b"y")                               # only s3 holds y (term b > a)
+    net.crash(s3)
+    net.partition([s1, s2], [s3])
+    assert net.run_until(lambda: net.nodes[s1].role is Role.LEADER
+                         and net.nodes[s2].ledger.end_index == 1, 60000)
+    net.run(500)
+    assert net.nodes[s2].ledger.get(1).body == b"x"     # x now on a quorum, term a < now
+    assert net.nodes[s1].committed_index == 0           # but not committed by counting
+    net.crash(s1)
+    net.restart(s3)
+    net.heal()
+    assert net.run_until(lambda: net.nodes[s3].role is Role.LEADER
+                         and net.nodes[s2].ledger.end_index >= 1
+                         and net.nodes[s2].ledger.get(1).body == b"y", 60000)
+    net.restart(s1)
+    assert net.run_until(lambda: converged(net), 20000)
