@@ -175,9 +175,8 @@ class EntryPusher:
         if self.member.role is not Role.LEADER:
             return
         self.check_quorum(now)
-        if self.config.enablePushToFollower:
-            for dispatcher in self.dispatchers.values():
-                dispatcher.work(now)
+        for dispatcher in self.dispatchers.values():
+            dispatcher.work(now)
         self.check_quorum(now)
 
 
