@@ -239,10 +239,10 @@ class EntryDispatcher:
         self.change_state(-1, PushEntryType.COMPARE)
         self.paused_until = now + ERROR_PAUSE_MS
 
-    def _request(self, entry, kind):
+    def _request(self, entry, kind, batch=None):
         return PushEntryRequest(group=self.member.group, remote_id=self.peer,
                                 leader_id=self.leader_id, local_id=self.member.self_id,
-                                term=self.term, entry=entry, type=kind,
+                                term=self.term, entry=entry, type=kind, batch_entry=batch or [],
                                 commit_index=self.ledger.committed_index)
 
     def _current(self, request):
@@ -382,16 +382,19 @@ class EntryDispatcher:
         request = self._request(entry, PushEntryType.APPEND)
         self.pending[entry.index] = now
         self.last_push_commit = now
-        self.node.send(self.peer, request, lambda resp: self._on_append(request, resp))
+        self.node.send(self.peer, request,
+                       lambda resp: self._on_append(request, resp, self.pending))
 
-    def _on_append(self, request, response):
+    def _on_append(self, request, response, pending):
+        """An APPEND's answer: SUCCESS raises the water mark to the last entry it covered."""
         if response is None or not self._current(request):
             return
         code = response.code
         if code == DLedgerResponseCode.SUCCESS:
-            self.pending.pop(response.index, None)
+            pending.pop(response.index, None)
+            last = response.index + max(response.count, 1) - 1
             if response.term == self.term:
-                self.pusher.update_water_mark(self.term, self.peer, response.index)
+                self.pusher.update_water_mark(self.term, self.peer, last)
         elif code == DLedgerResponseCode.INCONSISTENT_STATE:
             self.change_state(-1, PushEntryType.COMPARE)
 
@@ -440,27 +443,12 @@ class EntryDispatcher:
             self.write_index += 1
 
     def _send_batch(self, now):
-        request = PushEntryRequest(group=self.member.group, remote_id=self.peer,
-                                   leader_id=self.leader_id, local_id=self.member.self_id,
-                                   term=self.term, type=PushEntryType.APPEND,
-                                   batch_entry=self.batch,
-                                   commit_index=self.ledger.committed_index)
+        request = self._request(None, PushEntryType.APPEND, self.batch)
         self.batch_pending[self.batch[0].index] = (now, len(self.batch))
         self.batch = []
         self.last_push_commit = now
-        self.node.send(self.peer, request, lambda resp: self._on_batch(request, resp))
-
-    def _on_batch(self, request, response):
-        if response is None or not self._current(request):
-            return
-        code = response.code
-        if code == DLedgerResponseCode.SUCCESS:
-            self.batch_pending.pop(response.index, None)
-            last = response.index + max(response.count, 1) - 1
-            if response.term == self.term:
-                self.pusher.update_water_mark(self.term, self.peer, last)
-        elif code == DLedgerResponseCode.INCONSISTENT_STATE:
-            self.change_state(-1, PushEntryType.COMPARE)
+        self.node.send(self.peer, request,
+                       lambda resp: self._on_append(request, resp, self.batch_pending))
 
     def _repush_overdue_batch(self, now):
         first = self.pusher.water_mark(self.term, self.peer) + 1
