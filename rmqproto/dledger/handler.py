@@ -182,12 +182,17 @@ class EntryHandler:
         return DLedgerResponseCode.SUCCESS
 
     def update_committed_index(self, request):
-        """The follower's ``updateCommittedIndex``, capped at what is known to match."""
-        term, leader, known = self.match
-        if (term, leader) != (self.member.curr_term, self.member.leader_id) or \
-                request.term != term:
+        """The follower's ``updateCommittedIndex``, capped at what is known to match: what
+        this leader confirmed in this term, or a log ending with an entry of this term
+        (only this term's leader made those, after its earlier entries)."""
+        member, ledger = self.member, self.ledger
+        if (request.term, request.leader_id) != (member.curr_term, member.leader_id):
             return
-        ledger = self.ledger
+        term, leader, known = self.match
+        if (term, leader) != (request.term, request.leader_id):
+            known = -1
+        if ledger.end_term == request.term:
+            known = max(known, ledger.end_index)
         index = min(request.commit_index, known, ledger.end_index)
         if index > ledger.committed_index and index >= ledger.begin_index:
             ledger.committed_index = index

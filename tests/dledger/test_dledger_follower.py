@@ -118,16 +118,16 @@ def test_batch_append():
 
 def test_commit_index_follows_only_what_is_known_to_match():
     """A follower with a stale tail must not count it as committed (DLedger #316)."""
-    node = follower(ledger_with(1, 1, 1, tag=b"stale"))
-    send(node, "c", push(COMMIT, commit_index=5))
+    node = follower(ledger_with(1, 1, 1, tag=b"stale"), term=2)
+    send(node, "c", push(COMMIT, term=2, commit_index=5))
     assert node.committed_index == -1                 # nothing matched in this term yet
-    e = leader_entries(1, 1, 1)
-    send(node, "cmp", push(COMPARE, entry=e[0]))      # entry 0 differs too (body)
-    send(node, "t", push(TRUNCATE, entry=e[0], commit_index=5))
+    e = leader_entries(1, 2, 2)
+    send(node, "cmp", push(COMPARE, term=2, entry=e[0]))  # entry 0 differs too (body)
+    send(node, "t", push(TRUNCATE, term=2, entry=e[0], commit_index=5))
     assert node.committed_index == 0
-    send(node, "a", push(APPEND, entry=e[1], commit_index=0))
+    send(node, "a", push(APPEND, term=2, entry=e[1], commit_index=0))
     assert node.committed_index == 0
-    send(node, "c2", push(COMMIT, commit_index=5))
+    send(node, "c2", push(COMMIT, term=2, commit_index=5))
     assert node.committed_index == 1 == node.ledger.end_index
 
 

@@ -80,6 +80,17 @@ def test_leader_crash_re_election_and_rejoin(ids):
     net.checker.check_acked()
 
 
+def test_a_restarted_follower_learns_the_committed_index_from_an_idle_leader():
+    net = Network(GROUP3, seed=13)
+    append_all(net, [b"i%d" % k for k in range(5)])
+    assert net.run_until(lambda: converged(net), 5000)
+    follower = next(m for m in GROUP3 if m != net.leader())
+    net.crash(follower)
+    net.ledgers[follower].committed_index = 1      # its last checkpoint
+    net.restart(follower)
+    assert net.run_until(lambda: net.nodes[follower].committed_index == 4, 5000)
+
+
 def test_batch_push_group():
     net = Network(GROUP3, seed=4, isEnableBatchPush=True, maxBatchPushSize=300)
     results = append_all(net, [b"x" * 40 for _ in range(100)])

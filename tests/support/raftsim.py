@@ -58,6 +58,10 @@ class SafetyChecker:
                     member, index, value, known))
         self.seen[member] = committed
 
+    def restarted(self, member, ledger):
+        """A restart may read an older checkpoint: its committed index starts over there."""
+        self.seen[member] = min(self.seen.get(member, -1), ledger.committed_index)
+
     def append_acked(self, index, body):
         self.acked[index] = body
 
@@ -108,6 +112,7 @@ class Network:
 
     def start(self, member):
         self.incarnation[member] += 1
+        self.checker.restarted(member, self.ledgers[member])
         node = DLedgerNode(self.config(member), self.ledgers[member], self.term_states[member],
                            random.Random(self.rng.random()), now=self.now)
         self.nodes[member] = node
