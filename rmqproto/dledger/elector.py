@@ -272,7 +272,8 @@ class LeaderElector:
     def _next_vote_time(self, now):
         config = self.config
         if self.is_taking_leadership():
-            low, high = config.minTakeLeadershipVoteIntervalMs, config.maxTakeLeadershipVoteIntervalMs
+            low = config.minTakeLeadershipVoteIntervalMs
+            high = config.maxTakeLeadershipVoteIntervalMs
         else:
             low, high = config.minVoteIntervalMs, config.maxVoteIntervalMs
         return now + low + self.rng.randrange(high - low)

@@ -1,7 +1,7 @@
 """A candidate's voting rounds: ``maintainAsCandidate`` and its ``ParseResult`` rules."""
 
 import pytest
-from support.raftunit import PEERS5, answer_votes, ledger_with, make_node
+from support.raftunit import PEERS5, ledger_with, make_node
 
 from rmqproto.codec.dledger_rpc import ParseResult, VoteRequest, VoteResponse, VoteResult
 from rmqproto.dledger import Role, TermState
