@@ -139,7 +139,8 @@ class EntryPusher:
         if not pending:
             return
         acked = 0
-        for index in list(pending):
+        while pending:
+            index = next(iter(pending))         # appends wait in index order
             if index > committed:
                 break
             waiting = pending.pop(index)
@@ -174,10 +175,9 @@ class EntryPusher:
     def work(self, now):
         if self.member.role is not Role.LEADER:
             return
-        self.check_quorum(now)
+        self.check_quorum(now)          # first, so that pushes carry the newest commit index
         for dispatcher in self.dispatchers.values():
             dispatcher.work(now)
-        self.check_quorum(now)
 
 
 class EntryDispatcher:
