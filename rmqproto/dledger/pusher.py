@@ -195,8 +195,7 @@ class EntryDispatcher:
         self.leader_id = None
         self.compare_index = -1
         self.write_index = -1
-        self.pending = {}               # index → send time
-        self.batch_pending = {}         # first index → (send time, count)
+        self.pending = {}               # first index of a push → (send time, entries)
         self.batch = []
         self.in_flight = None           # (request, deadline) of a COMPARE or TRUNCATE
         self.paused_until = _NEVER
@@ -228,7 +227,6 @@ class EntryDispatcher:
             if self.type is PushEntryType.APPEND:
                 self.compare_index = -1
                 self.pending.clear()
-                self.batch_pending.clear()
         elif target is PushEntryType.TRUNCATE:
             self.compare_index = -1
         self.type = target
@@ -255,10 +253,7 @@ class EntryDispatcher:
             return
         try:
             if self.type is PushEntryType.APPEND:
-                if self.config.isEnableBatchPush:
-                    self._batch_append(now)
-                else:
-                    self._append(now)
+                self._append(now)
             else:
                 self._compare(now)
         except LedgerError:
@@ -330,20 +325,24 @@ class EntryDispatcher:
         self.change_state(truncate_index, PushEntryType.APPEND)
         self.work(now)
 
-    # ------------------------------------------------------------ APPEND, one entry a push
+    # ------------------------------------------------------------ APPEND
 
     def _append(self, now):
-        ledger = self.ledger
+        """``doAppend`` / ``doBatchAppend``: push from ``writeIndex`` to the leader's end."""
+        ledger, batched = self.ledger, self.config.isEnableBatchPush
         while self.type is PushEntryType.APPEND:
             if self.write_index > ledger.end_index:
+                if self.batch:
+                    self._send(self.batch, now)
                 self._commit(now)
                 self._repush_overdue(now)
                 return
-            if len(self.pending) >= MAX_PENDING_PUSHES or now - self.last_check_leak > \
-                    LEAK_CHECK_MS:
+            if len(self.pending) >= MAX_PENDING_PUSHES or \
+                    now - self.last_check_leak > LEAK_CHECK_MS:
                 mark = self.pusher.water_mark(self.term, self.peer)
-                for index in [i for i in self.pending if i < mark]:
-                    del self.pending[index]
+                for first in [f for f, (_, count) in self.pending.items()
+                              if f + count - 1 <= mark]:
+                    del self.pending[first]
                 self.last_check_leak = now
             if len(self.pending) >= MAX_PENDING_PUSHES:
                 self._repush_overdue(now)
@@ -351,10 +350,15 @@ class EntryDispatcher:
             entry = self._entry_for_append(self.write_index)
             if entry is None:
                 return
-            self._push(entry, now)
             self.write_index += 1
-            if self._throttled(entry, now):
-                return
+            if not batched:
+                self._send([entry], now)
+                if self._throttled(entry, now):
+                    return
+                continue
+            self.batch.append(entry)
+            if sum(e.size for e in self.batch) >= self.config.maxBatchPushSize:
+                self._send(self.batch, now)
 
     def _entry_for_append(self, index):
         try:
@@ -378,20 +382,25 @@ class EntryDispatcher:
             return True
         return False
 
-    def _push(self, entry, now):
-        request = self._request(entry, PushEntryType.APPEND)
-        self.pending[entry.index] = now
+    def _send(self, entries, now):
+        """One APPEND push: a single ``entry``, or a ``batchEntry`` list in batch mode."""
+        if self.config.isEnableBatchPush:
+            request = self._request(None, PushEntryType.APPEND, list(entries))
+            if entries is self.batch:
+                self.batch = []     # a re-push leaves the batch being filled alone
+        else:
+            request = self._request(entries[0], PushEntryType.APPEND)
+        self.pending[entries[0].index] = (now, len(entries))
         self.last_push_commit = now
-        self.node.send(self.peer, request,
-                       lambda resp: self._on_append(request, resp, self.pending))
+        self.node.send(self.peer, request, lambda resp: self._on_append(request, resp))
 
-    def _on_append(self, request, response, pending):
+    def _on_append(self, request, response):
         """An APPEND's answer: SUCCESS raises the water mark to the last entry it covered."""
         if response is None or not self._current(request):
             return
         code = response.code
         if code == DLedgerResponseCode.SUCCESS:
-            pending.pop(response.index, None)
+            self.pending.pop(response.index, None)
             last = response.index + max(response.count, 1) - 1
             if response.term == self.term:
                 self.pusher.update_water_mark(self.term, self.peer, last)
@@ -399,60 +408,16 @@ class EntryDispatcher:
             self.change_state(-1, PushEntryType.COMPARE)
 
     def _repush_overdue(self, now):
-        """``doCheckAppendResponse``: re-push the entry after the water mark if overdue."""
-        index = self.pusher.water_mark(self.term, self.peer) + 1
-        sent = self.pending.get(index)
-        if sent is not None and now - sent > self.config.maxPushTimeOutMs:
-            entry = self._entry_for_append(index)
-            if entry is not None:
-                self._push(entry, now)
+        """``doCheckAppendResponse``: push again what follows the water mark if overdue."""
+        first = self.pusher.water_mark(self.term, self.peer) + 1
+        sent = self.pending.get(first)
+        if sent is not None and now - sent[0] > self.config.maxPushTimeOutMs:
+            entries = [self._entry_for_append(i) for i in range(first, first + sent[1])]
+            if None not in entries:
+                self._send(entries, now)
 
     def _commit(self, now):
         """``doCommit``: an idle follower hears the committed index once a second."""
         if now - self.last_push_commit > IDLE_COMMIT_MS:
             self.node.send(self.peer, self._request(None, PushEntryType.COMMIT), None)
             self.last_push_commit = now
-
-    # ------------------------------------------------------------ APPEND, batched
-
-    def _batch_append(self, now):
-        ledger = self.ledger
-        while self.type is PushEntryType.APPEND:
-            if self.write_index > ledger.end_index:
-                if self.batch:
-                    self._send_batch(now)
-                self._commit(now)
-                self._repush_overdue_batch(now)
-                return
-            if len(self.batch_pending) >= MAX_PENDING_PUSHES or now - self.last_check_leak > \
-                    LEAK_CHECK_MS:
-                mark = self.pusher.water_mark(self.term, self.peer)
-                for first in [f for f, (_, count) in self.batch_pending.items()
-                              if f + count - 1 <= mark]:
-                    del self.batch_pending[first]
-                self.last_check_leak = now
-            if len(self.batch_pending) >= MAX_PENDING_PUSHES:
-                self._repush_overdue_batch(now)
-                return
-            entry = self._entry_for_append(self.write_index)
-            if entry is None:
-                return
-            self.batch.append(entry)
-            if sum(e.size for e in self.batch) >= self.config.maxBatchPushSize:
-                self._send_batch(now)
-            self.write_index += 1
-
-    def _send_batch(self, now):
-        request = self._request(None, PushEntryType.APPEND, self.batch)
-        self.batch_pending[self.batch[0].index] = (now, len(self.batch))
-        self.batch = []
-        self.last_push_commit = now
-        self.node.send(self.peer, request,
-                       lambda resp: self._on_append(request, resp, self.batch_pending))
-
-    def _repush_overdue_batch(self, now):
-        first = self.pusher.water_mark(self.term, self.peer) + 1
-        sent = self.batch_pending.get(first)
-        if sent is not None and now - sent[0] > self.config.maxPushTimeOutMs:
-            self.batch = [self.ledger.get(i) for i in range(first, first + sent[1])]
-            self._send_batch(now)
