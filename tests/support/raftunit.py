@@ -2,10 +2,8 @@
 
 import random
 
-from rmqproto.codec.dledger import DLedgerEntry
-from rmqproto.codec.dledger_rpc import (DLedgerResponseCode, HeartBeatRequest, PushEntryRequest,
-                                        PushEntryResponse, PushEntryType, VoteRequest,
-                                        VoteResponse, VoteResult)
+from rmqproto.codec.dledger_rpc import (HeartBeatRequest, PushEntryRequest, PushEntryType,
+                                        VoteRequest, VoteResponse, VoteResult)
 from rmqproto.dledger import DLedgerConfig, DLedgerNode, MemoryLedger, Role
 
 PEERS3 = "n0-127.0.0.1:20911;n1-127.0.0.1:20912;n2-127.0.0.1:20913"
@@ -69,11 +67,6 @@ def follow(node, leader="n1", term=None, now=0):
     return node.ready()
 
 
-def push_ok(request, index=None, end_index=0, count=1):
-    return PushEntryResponse(group="g", term=request.term, code=DLedgerResponseCode.SUCCESS,
-                             index=index, end_index=end_index, count=count)
-
-
 def pushes(ready, kind=None):
     return [s for s in ready.messages if isinstance(s.request, PushEntryRequest)
             and (kind is None or s.request.type is kind)]
@@ -84,5 +77,4 @@ def replies(ready, token=None):
 
 
 __all__ = ["PEERS3", "PEERS5", "make_node", "ledger_with", "vote", "heartbeat", "push",
-           "answer_votes", "elect", "follow", "push_ok", "pushes", "replies", "PushEntryType",
-           "DLedgerEntry"]
+           "answer_votes", "elect", "follow", "pushes", "replies", "PushEntryType"]
