@@ -337,3 +337,10 @@ def test_an_older_term_entry_on_a_quorum_is_not_committed_by_counting():
                          and net.nodes[s2].ledger.get(1).body == b"y", 60000)
     net.restart(s1)
     assert net.run_until(lambda: converged(net), 20000)
+
+
+def test_a_group_of_one_leads_and_commits_alone():
+    net = Network(("n0",), seed=1)
+    results = append_all(net, [b"solo%d" % k for k in range(3)])
+    assert [r.code for r in results] == [SUCCESS] * 3
+    assert net.nodes["n0"].committed_index == 2
