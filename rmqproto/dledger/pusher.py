@@ -166,7 +166,8 @@ class EntryPusher:
         if ledger.end_index == -1 or term < self.member.curr_term:
             return
         index = min(quorum_index, ledger.end_index)
-        if index > ledger.committed_index and ledger.get(index).term != term:
+        if index > ledger.committed_index and (index < ledger.begin_index
+                                               or ledger.get(index).term != term):
             index = -1
         index = max(index, min(everyone_index, ledger.end_index))
         if index > ledger.committed_index and index >= ledger.begin_index:
