@@ -360,6 +360,7 @@ class LeaderElector:
             # Pre-vote: a quorum just answered and none knows a leader; raise the term now.
             member.next_term()
             self.last_parse_result = ParseResult.WAIT_TO_REVOTE
+            self.next_time_to_request_vote = now     # so that REVOTE_IMMEDIATELY is at once
             self._request_votes(now, member.curr_term, False)
 
     # ------------------------------------------------------------ leadership transfer

@@ -124,6 +124,20 @@ def test_lost_round_with_pre_vote_asks_again_then_raises_in_the_same_step():
     assert {s.request.term for s in votes(ready)} == {1}
 
 
+def test_after_a_pre_vote_the_real_round_revotes_immediately_when_told_to():
+    node = make_node()
+    answer(node, start_round(node), {"n1": VoteResult.REJECT_ALREADY_VOTED,
+                                     "n2": VoteResult.REJECT_ALREADY_VOTED})
+    when = node.elector.next_time_to_request_vote
+    node.tick(when)
+    answer(node, node.ready(), {"n1": VoteResult.REJECT_ALREADY_VOTED}, now=when + 5)
+    real = node.ready()
+    answer(node, real, {"n1": VoteResult.REJECT_TERM_NOT_READY}, now=when + 8)
+    assert node.elector.last_parse_result is ParseResult.REVOTE_IMMEDIATELY
+    node.tick(when + 10)
+    assert {s.request.term for s in votes(node.ready())} == {1}
+
+
 def test_pre_vote_that_finds_a_leader_keeps_the_term():
     node = make_node()
     answer(node, start_round(node), {"n1": VoteResult.REJECT_ALREADY_VOTED,
