@@ -205,6 +205,25 @@ class LeaderElector:
             return
         self._request_votes(now, member.curr_term, prevote)
 
+    def deadlines(self):
+        """When the state loop has something to do next (see :meth:`maintain`)."""
+        if not self.config.enableLeaderElector:
+            return []
+        interval = self.config.heartBeatTimeIntervalMs
+        role = self.member.role
+        if role is Role.LEADER:
+            if self.heartbeat_round is not None:
+                return [self.heartbeat_round.deadline]
+            return [self.last_send_heartbeat + interval + 1]
+        if role is Role.FOLLOWER:
+            return [self.last_leader_heartbeat + max(2, self.config.maxHeartBeatLeak) * interval
+                    + 1]
+        if self.vote_round is not None:
+            return [self.vote_round.deadline]
+        if self.need_increase_term_immediately:
+            return [self.node.now]
+        return [self.next_time_to_request_vote]
+
     # ------------------------------------------------------------ heartbeat rounds
 
     def _send_heartbeats(self, now):

@@ -199,9 +199,13 @@ class EntryHandler:
 
     # ------------------------------------------------------------ stuck appends
 
+    def deadlines(self):
+        """The next ``checkAbnormalFuture`` while pushes wait."""
+        return [self.last_check_fast_forward + APPEND_WAIT_MS] if self.waiting else []
+
     def _check_abnormal(self, now):
         """``checkAbnormalFuture`` / ``checkAppendFuture``, once a second."""
-        if now - self.last_check_fast_forward < APPEND_WAIT_MS or not self.waiting:
+        if now < self.last_check_fast_forward + APPEND_WAIT_MS or not self.waiting:
             return
         self.last_check_fast_forward = now
         end = self.ledger.end_index

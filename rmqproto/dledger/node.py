@@ -7,7 +7,7 @@ caller — the Twisted adapter, or a test's simulated network — does four thin
                                           # (receive_all: several decoded at once)
     node.deliver(request, response, now)  # the answer to a request from node.ready()
                                           # (None when the call failed or timed out)
-    node.tick(now)                        # timers: call at node.next_deadline() or sooner
+    node.tick(now)                        # timers: at node.next_deadline() (sooner is fine)
     ready = node.ready()                  # then, in this order:
         # 1. write ready.term_state to ``currterm`` if set, and sync it
         # 2. send ready.messages, answer ready.replies (by their token)
@@ -38,10 +38,8 @@ from rmqproto.dledger.log import LedgerError
 from rmqproto.dledger.member import MemberState
 from rmqproto.dledger.pusher import EntryPusher
 
-__all__ = ["DLedgerNode", "STATE_LOOP_MS", "PREFERRED_LEADER_CHECK_MS"]
+__all__ = ["DLedgerNode", "PREFERRED_LEADER_CHECK_MS"]
 
-#: Period of Java's state-maintainer loop; the longest a caller should wait between ticks.
-STATE_LOOP_MS = 10
 #: ``checkPreferredLeader`` runs every second.
 PREFERRED_LEADER_CHECK_MS = 1000
 _NEVER = float("-inf")
@@ -139,14 +137,19 @@ class DLedgerNode:
         """Run the timers due at ``now``."""
         self.now = now
         self.elector.maintain(now)
-        if now - self._last_preferred_check >= PREFERRED_LEADER_CHECK_MS:
+        if now >= self._last_preferred_check + PREFERRED_LEADER_CHECK_MS:
             self._last_preferred_check = now
             self._check_preferred_leader(now)
         self._work(now)
 
     def next_deadline(self):
-        """When :meth:`tick` should run next at the latest (Java's 10 ms state loop)."""
-        return self.now + STATE_LOOP_MS
+        """When :meth:`tick` must run next: the earliest timer of the member (vote or
+        heartbeat round, leak check, next vote, re-push, idle COMMIT, pause, catch-up
+        wait, preferred-leader check …), never before the last ``now``."""
+        due = self.elector.deadlines() + self.handler.deadlines() + self.pusher.deadlines()
+        due += [deadline + 1 for _, _, deadline in self._catching_up]
+        due.append(self._last_preferred_check + PREFERRED_LEADER_CHECK_MS)
+        return max(self.now, min(due))
 
     def ready(self):
         """Take what the inputs so far produced (see the module doc for the order)."""

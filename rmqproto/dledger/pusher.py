@@ -173,6 +173,17 @@ class EntryPusher:
         if index > ledger.committed_index and index >= ledger.begin_index:
             ledger.committed_index = index
 
+    def deadlines(self):
+        """The leader's timers: append timeouts and each dispatcher's."""
+        if self.member.role is not Role.LEADER:
+            return []
+        waiting = (w.deadline for w in self.pending.get(self.member.curr_term, {}).values()
+                   if not w.done)
+        due = [next(waiting, float("inf"))]
+        for dispatcher in self.dispatchers.values():
+            due += dispatcher.deadlines()
+        return due
+
     def work(self, now):
         if self.member.role is not Role.LEADER:
             return
@@ -247,6 +258,22 @@ class EntryDispatcher:
     def _current(self, request):
         return self.member.role is Role.LEADER and request.term == self.term == \
             self.member.curr_term
+
+    def deadlines(self):
+        """When :meth:`work` has something to do that no answer will trigger."""
+        if self.term != self.member.curr_term:
+            return []               # the next input or tick starts over at COMPARE
+        if self.node.now < self.paused_until:
+            return [self.paused_until]
+        if self.in_flight is not None:
+            return [self.in_flight[1]]
+        if self.type is not PushEntryType.APPEND:
+            return []
+        due = [self.last_push_commit + IDLE_COMMIT_MS + 1]
+        sent = self.pending.get(self.pusher.water_mark(self.term, self.peer) + 1)
+        if sent is not None:
+            due.append(sent[0] + self.config.maxPushTimeOutMs + 1)
+        return due
 
     def work(self, now):
         """``doWork``: push what the follower needs next."""

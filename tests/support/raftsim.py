@@ -1,5 +1,6 @@
 """A simulated network of :class:`~rmqproto.dledger.node.DLedgerNode`s on a fake clock.
 
+Each member ticks only at its ``next_deadline()``, which the scenarios therefore test.
 Every request and answer goes through its JSON codec (what an adapter would send), with a
 delay drawn from the network's seeded random generator, so messages can be reordered,
 dropped, cut one way or both, or held back for a while; a sender whose request gets no
@@ -18,6 +19,7 @@ from rmqproto.codec.dledger_rpc import DLedgerResponseCode
 from rmqproto.dledger import DLedgerConfig, DLedgerNode, MemoryLedger, Role
 
 RPC_TIMEOUT_MS = 3000
+#: A new member's first tick comes within this many milliseconds.
 TICK_MS = 10
 
 
@@ -102,6 +104,8 @@ class Network:
         self.checker = SafetyChecker()
         self.client_ids = itertools.count()
         self._waiting = {}              # id(request) → request, until answered or timed out
+        self.tick_at = {}               # member → when its next tick is scheduled
+        self.same_time_ticks = {}       # member → (time, ticks at that time): no busy loop
         for member in ids:
             self.start(member)
 
@@ -116,8 +120,8 @@ class Network:
         node = DLedgerNode(self.config(member), self.ledgers[member], self.term_states[member],
                            random.Random(self.rng.random()), now=self.now)
         self.nodes[member] = node
-        self._schedule(self.now + self.rng.randrange(TICK_MS), ("tick", member,
-                                                                self.incarnation[member]))
+        self.tick_at[member] = float("inf")
+        self._wake(member, self.now + self.rng.randrange(TICK_MS))
 
     def crash(self, member):
         self.nodes.pop(member)
@@ -194,12 +198,17 @@ class Network:
     def _handle(self, event):
         kind = event[0]
         if kind == "tick":
-            _, member, incarnation = event
-            if self.incarnation[member] != incarnation:
+            _, member, incarnation, when = event
+            if self.incarnation[member] != incarnation or self.tick_at[member] != when:
                 return
+            self.tick_at[member] = float("inf")
+            same = self.same_time_ticks.get(member)
+            count = same[1] + 1 if same and same[0] == self.now else 1
+            if count > 50:
+                raise AssertionError("%s asks to tick again and again at %r" % (member, self.now))
+            self.same_time_ticks[member] = (self.now, count)
             self.nodes[member].tick(self.now)
             self._pump(member)
-            self._schedule(self.now + TICK_MS, event)
         elif kind == "request":
             _, src, dst, incarnation, request, raw = event
             node = self.nodes.get(dst)
@@ -219,6 +228,12 @@ class Network:
                 del self._waiting[id(request)]
                 self.nodes[dst].deliver(request, None, self.now)
                 self._pump(dst)
+
+    def _wake(self, member, when):
+        """Tick ``member`` at ``when`` unless it is to tick sooner already."""
+        if when < self.tick_at[member]:
+            self.tick_at[member] = when
+            self._schedule(when, ("tick", member, self.incarnation[member], when))
 
     def _link_delay(self, src, dst):
         if (src, dst) in self.cut or self.rng.random() < self.lossy.get((src, dst), self.drop):
@@ -249,6 +264,7 @@ class Network:
         for reply in ready.replies:
             self._answer(member, reply)
         self.checker.check(member, node.ledger)
+        self._wake(member, node.next_deadline())
 
     def _answer(self, member, reply):
         token = reply.token
