@@ -97,13 +97,19 @@ def test_bigger_ledgers_leave_the_way_to_them():
     assert 1300 <= node.elector.next_time_to_request_vote < 2000
 
 
-def test_lost_round_raises_the_term_next_time_without_pre_vote():
-    node = make_node(enablePreVote=False)
+def lose_a_round(node):
+    """Both peers already voted in the term: the round is lost (WAIT_TO_VOTE_NEXT)."""
     answer(node, start_round(node), {"n1": VoteResult.REJECT_ALREADY_VOTED,
                                      "n2": VoteResult.REJECT_ALREADY_VOTED})
+    return node.elector.next_time_to_request_vote
+
+
+def test_lost_round_raises_the_term_next_time_without_pre_vote():
+    node = make_node(enablePreVote=False)
+    when = lose_a_round(node)
     assert node.elector.last_parse_result is ParseResult.WAIT_TO_VOTE_NEXT
     assert node.term == 0
-    node.tick(node.elector.next_time_to_request_vote)
+    node.tick(when)
     ready = node.ready()
     assert node.term == 1 and ready.term_state == TermState(1, "n0")
     assert {s.request.term for s in votes(ready)} == {1}
@@ -111,9 +117,7 @@ def test_lost_round_raises_the_term_next_time_without_pre_vote():
 
 def test_lost_round_with_pre_vote_asks_again_then_raises_in_the_same_step():
     node = make_node()
-    answer(node, start_round(node), {"n1": VoteResult.REJECT_ALREADY_VOTED,
-                                     "n2": VoteResult.REJECT_ALREADY_VOTED})
-    when = node.elector.next_time_to_request_vote
+    when = lose_a_round(node)
     node.tick(when)
     ready = node.ready()
     assert node.term == 0 and {s.request.term for s in votes(ready)} == {0}
@@ -126,9 +130,7 @@ def test_lost_round_with_pre_vote_asks_again_then_raises_in_the_same_step():
 
 def test_after_a_pre_vote_the_real_round_revotes_immediately_when_told_to():
     node = make_node()
-    answer(node, start_round(node), {"n1": VoteResult.REJECT_ALREADY_VOTED,
-                                     "n2": VoteResult.REJECT_ALREADY_VOTED})
-    when = node.elector.next_time_to_request_vote
+    when = lose_a_round(node)
     node.tick(when)
     answer(node, node.ready(), {"n1": VoteResult.REJECT_ALREADY_VOTED}, now=when + 5)
     real = node.ready()
@@ -140,9 +142,7 @@ def test_after_a_pre_vote_the_real_round_revotes_immediately_when_told_to():
 
 def test_pre_vote_that_finds_a_leader_keeps_the_term():
     node = make_node()
-    answer(node, start_round(node), {"n1": VoteResult.REJECT_ALREADY_VOTED,
-                                     "n2": VoteResult.REJECT_ALREADY_VOTED})
-    node.tick(node.elector.next_time_to_request_vote)
+    node.tick(lose_a_round(node))
     answer(node, node.ready(), {"n1": VoteResult.REJECT_ALREADY_HAS_LEADER})
     assert node.term == 0
     assert node.elector.last_parse_result is ParseResult.WAIT_TO_REVOTE
