@@ -21,13 +21,16 @@ rules about roles, terms and leaders are the caller's. Every method runs on one 
 import re
 from dataclasses import dataclass
 
+from zope.interface import implementer
+
 from rmqproto.broker.configfile import load as load_file, persist as persist_file
 from rmqproto.codec import dledger as codec
 from rmqproto.codec.dledger_rpc import DLedgerResponseCode
-from rmqproto.errors import CodecError, RmqError
+from rmqproto.dledger.log import ILedger, LedgerError
+from rmqproto.errors import CodecError
 from rmqproto.store.mappedfile import MappedFileQueue, file_by_offset, run_flush_plan
 
-__all__ = ["DLedgerStoreError", "StoreSettings", "DLedgerStore", "TermFile"]
+__all__ = ["StoreSettings", "DLedgerStore", "TermFile"]
 
 _UNIT = codec.INDEX_UNIT_SIZE
 _ENTRY_HEADER = codec.ENTRY_HEADER.struct
@@ -38,17 +41,9 @@ _NON_ZERO = re.compile(rb"[^\x00]")
 _RECOVERY_ZERO_LIMIT = 2 * 4 * 1024 * 1024
 
 
-class DLedgerStoreError(RmqError):
-    """A store operation refused with a DLedger response code (``DLedgerException``)."""
-
-    def __init__(self, code, message=""):
-        super().__init__("%s: %s" % (code.name, message) if message else code.name)
-        self.code = code
-
-
 def _check(condition, code, message=""):
     if not condition:
-        raise DLedgerStoreError(code, message)
+        raise LedgerError(code, message)
 
 
 @dataclass
@@ -84,6 +79,7 @@ class TermFile:
                DLedgerResponseCode.DISK_ERROR, "%s could not be written" % self.path)
 
 
+@implementer(ILedger)
 class DLedgerStore:
     """One node's log on disk (``DLedgerMmapFileStore``); :meth:`open` loads and recovers it."""
 
@@ -93,12 +89,13 @@ class DLedgerStore:
         self.data = MappedFileQueue(paths["data"], settings.mapped_file_size_for_entry_data)
         self.index = MappedFileQueue(paths["index"], settings.mapped_file_size_for_entry_index)
         if self.index.file_size % _UNIT:
-            raise DLedgerStoreError(DLedgerResponseCode.UNEXPECTED_ARGUMENT,
+            raise LedgerError(DLedgerResponseCode.UNEXPECTED_ARGUMENT,
                                     "index segments must hold whole 32-byte units")
-        self.ledger_begin_index = -1
-        self.ledger_end_index = -1
-        self.ledger_end_term = -1
-        self.committed_index = -1
+        self.begin_index = -1
+        self.end_index = -1
+        self.end_term = -1
+        self._committed_index = -1
+        #: the position just after the committed entry (what consumers may read up to)
         self.committed_pos = -1
 
     # -- lifecycle
@@ -122,7 +119,7 @@ class DLedgerStore:
 
     def persist_checkpoint(self):
         persist_file(self.paths["checkpoint"],
-                     codec.encode_checkpoint(self.ledger_end_index, self.committed_index))
+                     codec.encode_checkpoint(self.end_index, self.committed_index))
 
     def flush_plan(self):
         """What a flush writes (run it with :func:`run_flush_plan`, then :meth:`apply_flush`)."""
@@ -147,15 +144,15 @@ class DLedgerStore:
             body = hook(pos + codec.BODY_OFFSET, body)
             _check(codec.BODY_OFFSET + len(body) == size, DLedgerResponseCode.UNEXPECTED_ARGUMENT,
                    "an append hook changed the body's length")
-        entry = codec.DLedgerEntry(index=self.ledger_end_index + 1, term=term, body=body, pos=pos,
+        entry = codec.DLedgerEntry(index=self.end_index + 1, term=term, body=body, pos=pos,
                                    size=size)
         self._write(entry)
         return entry
 
     def append_as_follower(self, entry):
         """Append an entry pushed by the leader at the position it has there."""
-        _check(entry.index == self.ledger_end_index + 1, DLedgerResponseCode.INCONSISTENT_INDEX,
-               "entry %d after %d" % (entry.index, self.ledger_end_index))
+        _check(entry.index == self.end_index + 1, DLedgerResponseCode.INCONSISTENT_INDEX,
+               "entry %d after %d" % (entry.index, self.end_index))
         pos = self._pre_append(codec.BODY_OFFSET + len(entry.body))
         _check(pos == entry.pos, DLedgerResponseCode.DISK_ERROR,
                "entry %d at %d, the leader has it at %d" % (entry.index, pos, entry.pos))
@@ -167,7 +164,7 @@ class DLedgerStore:
         it goes (zeroed), and it is written unless the same entry is already there."""
         try:
             existing = self.get(entry.index)
-        except DLedgerStoreError:
+        except LedgerError:
             existing = None
         same = existing is not None and _same_entry(existing, entry)
         size = codec.BODY_OFFSET + len(entry.body)
@@ -179,12 +176,11 @@ class DLedgerStore:
             self._write_data(entry)
         self._truncate_queue(self.index, entry.index * _UNIT)
         self._write_index(entry.pos, size, entry.magic, entry.index, entry.term)
-        self.ledger_end_index = entry.index
-        self.ledger_end_term = entry.term
+        self.end_index = entry.index
+        self.end_term = entry.term
         self._revise_begin_index()
-        if self.committed_index > self.ledger_end_index:  # never above the end (DLedger #316)
-            self.committed_index = self.ledger_end_index
-            self.committed_pos = entry.pos + size
+        if self.committed_index > self.end_index:  # never above the end (DLedger #316)
+            self.committed_index = self.end_index
         return entry.index
 
     def _pre_append(self, size):
@@ -202,10 +198,10 @@ class DLedgerStore:
     def _write(self, entry):
         self._write_data(entry)
         self._write_index(entry.pos, entry.size, entry.magic, entry.index, entry.term)
-        self.ledger_end_index = entry.index
-        self.ledger_end_term = entry.term
-        if self.ledger_begin_index == -1:
-            self.ledger_begin_index = entry.index
+        self.end_index = entry.index
+        self.end_term = entry.term
+        if self.begin_index == -1:
+            self.begin_index = entry.index
 
     def _write_data(self, entry):
         mapped = self.data.last_mapped_file()
@@ -243,7 +239,7 @@ class DLedgerStore:
         try:
             entry = codec.decode_entry(data)
         except CodecError as exc:
-            raise DLedgerStoreError(DLedgerResponseCode.DISK_ERROR, str(exc)) from None
+            raise LedgerError(DLedgerResponseCode.DISK_ERROR, str(exc)) from None
         _check(entry.pos == pos, DLedgerResponseCode.DISK_ERROR,
                "entry %d says it is at %d, its index unit says %d" % (index, entry.pos, pos))
         return entry
@@ -258,10 +254,10 @@ class DLedgerStore:
 
     def _index_unit(self, index):
         _check(index >= 0, DLedgerResponseCode.INDEX_OUT_OF_RANGE, "index %d below 0" % index)
-        _check(index >= self.ledger_begin_index, DLedgerResponseCode.INDEX_LESS_THAN_LOCAL_BEGIN,
-               "index %d below the first entry %d" % (index, self.ledger_begin_index))
-        _check(index <= self.ledger_end_index, DLedgerResponseCode.INDEX_OUT_OF_RANGE,
-               "index %d not in %d-%d" % (index, self.ledger_begin_index, self.ledger_end_index))
+        _check(index >= self.begin_index, DLedgerResponseCode.INDEX_LESS_THAN_LOCAL_BEGIN,
+               "index %d below the first entry %d" % (index, self.begin_index))
+        _check(index <= self.end_index, DLedgerResponseCode.INDEX_OUT_OF_RANGE,
+               "index %d not in %d-%d" % (index, self.begin_index, self.end_index))
         data = self._read(self.index, index * _UNIT, _UNIT)
         _check(data is not None, DLedgerResponseCode.DISK_ERROR, "no index unit for %d" % index)
         return _INDEX_UNIT.unpack(data)
@@ -276,24 +272,35 @@ class DLedgerStore:
         return None if mapped is None else mapped.read(pos - mapped.file_from_offset, size)
 
     @property
-    def write_pos(self):
+    def end_pos(self):
         """The absolute position after the last byte written to the data files."""
         return self.data.max_offset
 
     # -- commit
 
+    @property
+    def committed_index(self):
+        return self._committed_index
+
+    @committed_index.setter
+    def committed_index(self, index):
+        """Set by the Raft core, which keeps it within the log."""
+        self._committed_index = index
+        if index >= max(self.begin_index, 0):
+            pos, size = self.entry_pos_and_size(index)
+            self.committed_pos = pos + size
+        else:
+            self.committed_pos = -1
+
     def update_committed_index(self, new_index):
         """``updateCommittedIndex`` (the caller has checked the term): the committed index
         moves forward only, never above the log's end."""
-        if new_index == -1 or self.ledger_end_index == -1 or new_index == self.committed_index:
+        if new_index == -1 or self.end_index == -1 or new_index == self.committed_index:
             return self.committed_index
-        if new_index < self.committed_index or new_index < self.ledger_begin_index:
+        if new_index < self.committed_index or new_index < self.begin_index:
             return self.committed_index
-        new_index = min(new_index, self.ledger_end_index)
-        pos, size = self.entry_pos_and_size(new_index)
-        self.committed_index = new_index
-        self.committed_pos = pos + size
-        return new_index
+        self.committed_index = min(new_index, self.end_index)
+        return self.committed_index
 
     # -- retention
 
@@ -319,9 +326,9 @@ class DLedgerStore:
         start = None if first is None else _first_entry_pos(first)
         if start is None:
             return
-        self.ledger_begin_index = _ENTRY_HEADER.unpack_from(first.mm, start)[2]
+        self.begin_index = _ENTRY_HEADER.unpack_from(first.mm, start)[2]
         below = [mapped for mapped in self.index.files[:-1]
-                 if mapped.file_from_offset + mapped.file_size <= self.ledger_begin_index * _UNIT]
+                 if mapped.file_from_offset + mapped.file_size <= self.begin_index * _UNIT]
         if below:
             self.index.remove_files(below)
 
@@ -366,7 +373,7 @@ class DLedgerStore:
         _check(files[-1].file_from_offset - end <= self.data.file_size, DLedgerResponseCode.DISK_ERROR,
                "the log's valid data ends at %d, more than a segment before the last segment %s: "
                "check the files by hand before anything is cut" % (end, files[-1].path))
-        self.ledger_end_index, self.ledger_end_term = last_index, last_term
+        self.end_index, self.end_term = last_index, last_term
         self._truncate_queue(self.data, end, _RECOVERY_ZERO_LIMIT)
         self.data.flushed_where = end
         self._truncate_queue(self.index, (last_index + 1) * _UNIT, _RECOVERY_ZERO_LIMIT)
