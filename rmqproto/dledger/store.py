@@ -129,6 +129,10 @@ class DLedgerStore:
         self.data.apply_flush(plans[0])
         self.index.apply_flush(plans[1])
 
+    def abort_flush(self, plans):
+        self.data.abort_flush(plans[0])
+        self.index.abort_flush(plans[1])
+
     # -- appends
 
     def append_as_leader(self, body, term, hook=None):
