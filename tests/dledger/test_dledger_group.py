@@ -5,6 +5,7 @@ index files end the same bytes up to the committed entry."""
 import pytest
 
 from support.dledgergroup import Group
+from support.syncclient import wait_until
 
 SMALL = dict(mappedFileSizeForEntryData=64 * 1024, mappedFileSizeForEntryIndex=32 * 1024,
              heartBeatTimeIntervalMs=300, maxHeartBeatLeak=3, checkPointInterval=200)
@@ -40,9 +41,48 @@ def test_a_group_elects_replicates_and_survives_its_leader(group):
     group.start(first)  # the old leader comes back as a follower and catches up
     group.wait_leader()
     last = group.append_ok(b"last")
-    group.stop()  # a clean stop writes every checkpoint
-    committed = [group.committed(member) for member in group.ids]
-    assert min(committed) >= last - 1
-    end = 32 * (min(committed) + 1)
+    wait_until(lambda: all((group.committed(m) or -1) >= last for m in group.ids), timeout=30)
+    group.stop()
+    assert same_files_up_to(group, group.ids, "index", 32 * (last + 1))
+    assert same_files_up_to(group, group.ids, "data",
+                            _data_end(group.files(first, "index"), last))
+
+
+@pytest.mark.java
+@pytest.mark.parametrize("java", [("n2",), ("n1", "n2")], ids=["one-java", "two-java"])
+def test_mixed_groups_with_java_dledger(tmp_path, java):
+    """Groups of three with one and with two real DLedger 0.3.1.2 members: whichever side
+    leads, appends made with DLedger's Java client and with ours are replicated, and go on
+    after the leader is killed; the files then agree byte for byte up to the committed entry."""
+    group = Group(tmp_path, java=java, **SMALL)
+    try:
+        group.start_all()
+        group.wait_leader()
+        ours = [group.append_ok(b"ours %d" % i) for i in range(20)]
+        theirs = group.java_append("java", 20)
+        assert len(theirs) == 20 and sorted(ours + theirs) == list(range(40))
+        first = group.wait_leader()
+        group.kill(first)
+        survivors = [m for m in group.ids if m != first]
+        group.wait_leader(survivors)
+        more = [group.append_ok(b"after %d" % i) for i in range(10)] + group.java_append("after", 10)
+        assert sorted(more) == list(range(40, 60))
+        group.start(first)
+        group.wait_leader()
+        last = group.append_ok(b"last")
+        wait_until(lambda: all((group.committed(m) or -1) >= last for m in group.ids), timeout=30)
+    finally:
+        group.stop()
+    end = 32 * (last + 1)
     assert same_files_up_to(group, group.ids, "index", end)
-    assert same_files_up_to(group, group.ids, "data", 64 * 1024 * (len(group.files(first, "data")) - 1))
+    positions = [group.files(m, "index") for m in group.ids]
+    data_end = _data_end(positions[0], last)
+    assert same_files_up_to(group, group.ids, "data", data_end)
+
+
+def _data_end(index_files, last):
+    """The data position after entry ``last``, from an index file set."""
+    from rmqproto.codec.dledger import decode_index
+    units = b"".join(index_files[name] for name in sorted(index_files))
+    unit = decode_index(units, 32 * last)
+    return unit.pos + unit.size

@@ -2,6 +2,7 @@
 speaks DLedger's RPC to them (what Java's ``DLedgerClient`` sends)."""
 
 import os
+import subprocess
 from pathlib import Path
 
 from rmqproto.codec.dledger import decode_checkpoint
@@ -10,7 +11,9 @@ from rmqproto.codec.dledger_rpc import (
     MetadataRequest, MetadataResponse,
 )
 from support.daemons import Daemon
-from support.processes import free_port
+from support.interop import JAVA_FLAGS
+from support.javapeers import build_classpath
+from support.processes import ManagedProcess, free_port, wait_for_port
 from support.syncclient import call, wait_until
 
 
@@ -28,11 +31,14 @@ def rpc(addr, code, request, response_class, timeout=5.0):
 
 
 class Group:
-    """Our members ``ids`` as separate processes under ``workdir`` (ports picked free)."""
+    """Members ``ids`` as separate processes under ``workdir`` (ports picked free): ours
+    (``twistd -n rmq-dledger``), and the real DLedger 0.3.1.2 for the ids in ``java``."""
 
-    def __init__(self, workdir, ids=("n0", "n1", "n2"), group="g", ports=None, **settings):
+    def __init__(self, workdir, ids=("n0", "n1", "n2"), group="g", ports=None, java=(),
+                 **settings):
         self.workdir = Path(workdir)
         self.ids = list(ids)
+        self.java = set(java)
         self.group = group
         self.ports = dict(zip(self.ids, ports or [free_port() for _ in self.ids]))
         self.peers = peers_string(self.ids, [self.ports[m] for m in self.ids])
@@ -48,11 +54,32 @@ class Group:
     def start(self, member):
         base = self.base_dir(member)
         base.mkdir(parents=True, exist_ok=True)
+        if member in self.java:
+            self.daemons[member] = self._start_java(member, base)
+            return
         conf = base / "dledger.properties"
         conf.write_text("".join("%s=%s\n" % item for item in self.settings.items()))
         self.daemons[member] = Daemon(
             base, "rmq-dledger", "-c", conf, "--group", self.group, "--id", member,
             "--peers", self.peers, "--store-base-dir", base, port=self.ports[member])
+
+    def _start_java(self, member, base):
+        command = ["java", *JAVA_FLAGS, "-cp", build_classpath("dledger"), "rmqproto.dledger.Member",
+                   self.group, member, self.peers, str(base),
+                   *("%s=%s" % item for item in self.settings.items())]
+        process = ManagedProcess(command, base / "java-member.log", cwd=base)
+        wait_for_port(self.ports[member], 60, process)
+        return process
+
+    def java_append(self, prefix, count):
+        """Append ``count`` entries with DLedger's own Java client; the indexes it was given."""
+        result = subprocess.run(
+            ["java", *JAVA_FLAGS, "-cp", build_classpath("dledger"), "rmqproto.dledger.Append",
+             self.group, self.peers, prefix, str(count)],
+            capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return [int(line.split()[1]) for line in result.stdout.splitlines()
+                if line.startswith("APPENDED ")]
 
     def start_all(self):
         for member in self.ids:
