@@ -11,7 +11,9 @@
 * the node ticks every 10 ms (Java's state-maintainer loop); ``currterm`` is written and
   synced before anything of the same round leaves (:meth:`_act`);
 * the store is flushed every ``flushFileInterval`` ms in a thread and its ``checkpoint``
-  written every ``checkPointInterval`` ms (``DLedgerMmapFileStore.FlushDataService``).
+  written every ``checkPointInterval`` ms (``DLedgerMmapFileStore.FlushDataService``);
+* every second the disk is looked at: appends are refused above the full ratio, and
+  expired segments deleted at ``deleteWhen`` or when the disk fills (``CleanSpaceService``).
 
 :meth:`DLedgerServer.append` is the in-process append the broker uses.
 """
@@ -31,6 +33,7 @@ from rmqproto.dledger.store import DLedgerStore, StoreSettings, TermFile
 from rmqproto.errors import CodecError
 from rmqproto.remoting import RemotingClient, RequestDispatcher
 from rmqproto.store.mappedfile import run_flush_plan
+from rmqproto.store.retention import disk_partition_used_ratio, is_time_to_delete
 
 __all__ = ["DLedgerServer", "RPC_TIMEOUT", "open_store"]
 
@@ -38,6 +41,8 @@ log = Logger()
 
 #: ``DLedgerRpcNettyService``: every call times out after 3 s.
 RPC_TIMEOUT = 3.0
+#: Seconds between two looks at the disk (Java's ``CleanSpaceService`` looks every 100 ms).
+CLEAN_SPACE_INTERVAL = 1.0
 _CODE_OF = {request: code for code, (request, _) in RPC_TYPES.items()}
 _CODE_OF[BatchAppendEntryRequest] = DLedgerRequestCode.APPEND
 _RESPONSE_OF = {request: response for request, response in RPC_TYPES.values()}
@@ -78,6 +83,8 @@ class DLedgerServer:
         self._flusher.clock = reactor
         self._flushing = False
         self._last_checkpoint = self.now()
+        self._cleaner = task.LoopingCall(self.clean_space)
+        self._cleaner.clock = reactor
 
     def now(self):
         return int(self.reactor.seconds() * 1000)
@@ -92,10 +99,11 @@ class DLedgerServer:
     def start(self):
         self._ticker.start(STATE_LOOP_MS / 1000, now=True)
         self._flusher.start(self.config.flushFileInterval / 1000, now=False)
+        self._cleaner.start(CLEAN_SPACE_INTERVAL, now=True)
 
     def stop(self):
         """Stop the timers, close the peers' connections, flush and close the store."""
-        for loop in (self._ticker, self._flusher):
+        for loop in (self._ticker, self._flusher, self._cleaner):
             if loop.running:
                 loop.stop()
         for answer in list(self._answers.values()):
@@ -211,6 +219,29 @@ class DLedgerServer:
         work = threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(),
                                          lambda: [run_flush_plan(p) for p in plans])
         return work.addCallbacks(flushed, failed).addBoth(done)
+
+    # ------------------------------------------------------------ retention
+
+    def clean_space(self, used_ratio=disk_partition_used_ratio):
+        """``CleanSpaceService#doWork``; the number of data segments deleted."""
+        config, store = self.config, self.store
+        ratio = max(used_ratio(config.storeBaseDir), used_ratio(store.paths["data"]))
+        full = ratio > config.disk_full_ratio
+        if full != store.disk_full:
+            log.warn("DLedger disk used ratio {ratio}: appends {state}", ratio=ratio,
+                     state="refused (DISK_FULL)" if full else "taken again")
+        store.disk_full = full
+        now = self.now()
+        if not (is_time_to_delete(config.deleteWhen, now)
+                or ratio > config.diskSpaceRatioToCheckExpired):
+            return 0
+        force = config.enableDiskForceClean and ratio > config.diskSpaceRatioToForceClean
+        reserved_ms = max(config.fileReservedHours, 1) * 3600 * 1000
+        count = store.delete_expired_files(now, reserved_ms, force)
+        if count:
+            log.info("DLedger retention deleted {count} data segments; the log now begins at "
+                     "{begin}", count=count, begin=store.begin_index)
+        return count
 
     @property
     def is_leader(self):

@@ -28,7 +28,9 @@ from rmqproto.codec import dledger as codec
 from rmqproto.codec.dledger_rpc import DLedgerResponseCode
 from rmqproto.dledger.log import ILedger, LedgerError
 from rmqproto.errors import CodecError
+from rmqproto.store.faults import FILE_ERRORS, is_disk_full
 from rmqproto.store.mappedfile import MappedFileQueue, file_by_offset, run_flush_plan
+from rmqproto.store.retention import expired_by_time
 
 __all__ = ["StoreSettings", "DLedgerStore", "TermFile"]
 
@@ -94,6 +96,8 @@ class DLedgerStore:
         self.begin_index = -1
         self.end_index = -1
         self.end_term = -1
+        #: set while the disk is over DLedger's full ratio: appends answer DISK_FULL
+        self.disk_full = False
         self._committed_index = -1
         #: the position just after the committed entry (what consumers may read up to)
         self.committed_pos = -1
@@ -142,6 +146,7 @@ class DLedgerStore:
         data files before the entry is written, and returns the body to store (of the same
         length): RocketMQ rewrites the record's PHYSICALOFFSET there.
         """
+        _check(not self.disk_full, DLedgerResponseCode.DISK_FULL)
         size = codec.BODY_OFFSET + len(body)
         pos = self._pre_append(size)
         if hook is not None:
@@ -155,6 +160,7 @@ class DLedgerStore:
 
     def append_as_follower(self, entry):
         """Append an entry pushed by the leader at the position it has there."""
+        _check(not self.disk_full, DLedgerResponseCode.DISK_FULL)
         _check(entry.index == self.end_index + 1, DLedgerResponseCode.INCONSISTENT_INDEX,
                "entry %d after %d" % (entry.index, self.end_index))
         pos = self._pre_append(codec.BODY_OFFSET + len(entry.body))
@@ -190,13 +196,13 @@ class DLedgerStore:
     def _pre_append(self, size):
         """``MmapFileList#preAppend``: where an entry of ``size`` bytes goes, closing the
         current segment with a blank when it and 8 more bytes do not fit."""
-        mapped = self.data.last_mapped_file()
+        mapped = _last_file(self.data)
         remaining = mapped.file_size - mapped.wrote_position
         if size + codec.MIN_BLANK_LEN > remaining:
             _check(size + codec.MIN_BLANK_LEN <= mapped.file_size, DLedgerResponseCode.DISK_ERROR,
                    "an entry of %d bytes does not fit a data segment" % size)
             mapped.append(codec.encode_blank(remaining))
-            mapped = self.data.last_mapped_file()
+            mapped = _last_file(self.data)
         return mapped.file_from_offset + mapped.wrote_position
 
     def _write(self, entry):
@@ -208,7 +214,7 @@ class DLedgerStore:
             self.begin_index = entry.index
 
     def _write_data(self, entry):
-        mapped = self.data.last_mapped_file()
+        mapped = _last_file(self.data)
         header = _ENTRY_HEADER.pack(entry.magic, codec.BODY_OFFSET + len(entry.body), entry.index,
                                     entry.term, entry.pos, entry.channel, entry.chain_crc,
                                     entry.body_crc, len(entry.body))
@@ -217,7 +223,7 @@ class DLedgerStore:
                "entry %d does not fit its segment" % entry.index)
 
     def _write_index(self, pos, size, magic, index, term):
-        mapped = self.index.last_mapped_file(index * _UNIT)
+        mapped = _last_file(self.index, index * _UNIT)
         _check(mapped.file_from_offset + mapped.wrote_position == index * _UNIT,
                DLedgerResponseCode.DISK_ERROR, "index unit of entry %d out of place" % index)
         mapped.append(_INDEX_UNIT.pack(magic, pos, size, index, term))
@@ -308,16 +314,16 @@ class DLedgerStore:
 
     # -- retention
 
-    def delete_expired_files(self, now_ms, reserved_ms, max_files=10):
-        """Delete data segments last written more than ``reserved_ms`` before ``now_ms``
-        (never the one being written, nor one holding uncommitted entries), then move
-        the ledger's begin index to the first remaining entry. The number deleted."""
-        doomed = []
-        for mapped in self.data.files[:-1][:max_files]:
-            end = mapped.file_from_offset + mapped.file_size
-            if mapped.last_modified_ms + reserved_ms > now_ms or end > self.committed_pos:
-                break
-            doomed.append(mapped)
+    def delete_expired_files(self, now_ms, reserved_ms, clean_immediately=False):
+        """``deleteExpiredFileByTime``: delete the data segments last written more than
+        ``reserved_ms`` before ``now_ms`` (all but the last with ``clean_immediately``), never
+        one holding an entry that is not committed; then move the begin index to the first
+        remaining entry. The number deleted."""
+        files = self.data.files
+        count = expired_by_time([m.last_modified_ms for m in files], now_ms, reserved_ms,
+                                clean_immediately)
+        doomed = [m for m in files[:count]
+                  if m.file_from_offset + m.file_size <= self.committed_pos]
         if doomed:
             self.data.remove_files(doomed)
             self._revise_begin_index()
@@ -419,6 +425,16 @@ def _parse_header(mm, pos, file_size):
     if size <= codec.HEADER_SIZE or size != codec.BODY_OFFSET + body_length or pos + size > file_size:
         return None
     return magic, size, index, term, entry_pos
+
+
+def _last_file(queue, start_offset=0):
+    """The segment being written, a new one made when needed; a file that cannot be made
+    (a full disk, a read-only directory) is DISK_FULL or DISK_ERROR."""
+    try:
+        return queue.last_mapped_file(start_offset)
+    except FILE_ERRORS as exc:
+        raise LedgerError(DLedgerResponseCode.DISK_FULL if is_disk_full(exc)
+                          else DLedgerResponseCode.DISK_ERROR, str(exc)) from None
 
 
 def _first_entry_pos(mapped):

@@ -70,6 +70,8 @@ def _typed(values):
         default = defaults[name]
         if isinstance(default, bool):
             typed[name] = str(text).strip().lower() == "true"
+        elif isinstance(default, float):
+            typed[name] = float(str(text).strip())
         elif isinstance(default, int):
             typed[name] = int(str(text).strip())
         else:

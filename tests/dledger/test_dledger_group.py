@@ -86,3 +86,31 @@ def _data_end(index_files, last):
     units = b"".join(index_files[name] for name in sorted(index_files))
     unit = decode_index(units, 32 * last)
     return unit.pos + unit.size
+
+
+def test_bad_input_from_a_peer_gets_dledger_codes_and_leaves_the_group_alone(group):
+    from rmqproto.codec.dledger_rpc import (
+        DLedgerRequestCode as Code, DLedgerResponseCode as Status, HeartBeatRequest,
+        HeartBeatResponse, VoteRequest, VoteResponse,
+    )
+    from support.dledgergroup import rpc
+    from support.syncclient import call
+
+    leader = group.wait_leader()
+    group.append_ok(b"first")
+    follower = next(m for m in group.ids if m != leader)
+    addr = group.addr(follower)
+    wrong_group = rpc(addr, Code.HEART_BEAT, HeartBeatRequest(
+        group="other", remote_id=follower, leader_id=leader, term=99), HeartBeatResponse)
+    assert wrong_group.code == Status.UNKNOWN_GROUP
+    wrong_member = rpc(addr, Code.VOTE, VoteRequest(
+        group=group.group, remote_id="n9", leader_id=leader, term=99), VoteResponse)
+    assert wrong_member.code == Status.UNKNOWN_MEMBER
+    stranger = rpc(addr, Code.HEART_BEAT, HeartBeatRequest(
+        group=group.group, remote_id=follower, leader_id="n9", term=99), HeartBeatResponse)
+    assert stranger.code == Status.UNKNOWN_MEMBER
+    garbage = call(addr, Code.PUSH, body=b"{not json")
+    assert garbage.code == 200
+    assert HeartBeatResponse.from_json(garbage.body).code == Status.UNEXPECTED_ARGUMENT
+    assert group.leader() == leader
+    assert group.append_ok(b"second") == 1

@@ -196,6 +196,7 @@ def test_retention_deletes_old_committed_segments_and_moves_the_begin_index(tmp_
     segments = len(store.data.files)
     store.update_committed_index(20)
     now = max(m.last_modified_ms for m in store.data.files) + 10_000
+    assert store.delete_expired_files(now, reserved_ms=60_000) == 0
     deleted = store.delete_expired_files(now, reserved_ms=1000)
     assert 0 < deleted < segments - 1  # only segments whose entries are all committed
     assert store.begin_index > 0
@@ -345,3 +346,18 @@ def test_a_group_on_file_stores_survives_a_leader_restart_with_identical_files(t
     for name in ("data", "index"):
         files = [_files(tmp_path / ("dledger-" + m) / name) for m in ids]
         assert files[0] == files[1] == files[2]
+
+
+def test_a_full_disk_refuses_appends_with_disk_full(tmp_path):
+    store = open_store(tmp_path)
+    store.append_as_leader(b"one", term=1)
+    store.disk_full = True
+    for append in (lambda: store.append_as_leader(b"two", term=1),
+                   lambda: store.append_as_follower(codec.DLedgerEntry(index=1, term=1, body=b"x",
+                                                                       pos=store.end_pos))):
+        with pytest.raises(LedgerError) as raised:
+            append()
+        assert raised.value.code == Code.DISK_FULL
+    store.disk_full = False
+    assert store.append_as_leader(b"two", term=1).index == 1
+    store.close()
