@@ -61,11 +61,15 @@ class Group:
         conf.write_text("".join("%s=%s\n" % item for item in self.settings.items()))
         self.daemons[member] = Daemon(
             base, "rmq-dledger", "-c", conf, "--group", self.group, "--id", member,
-            "--peers", self.peers, "--store-base-dir", base, port=self.ports[member])
+            "--peers", self.peers_of(member), "--store-base-dir", base, port=self.ports[member])
+
+    def peers_of(self, member):
+        """The peer list ``member`` is started with (the same for all here)."""
+        return self.peers
 
     def _start_java(self, member, base):
         command = ["java", *JAVA_FLAGS, "-cp", build_classpath("dledger"), "rmqproto.dledger.Member",
-                   self.group, member, self.peers, str(base),
+                   self.group, member, self.peers_of(member), str(base),
                    *("%s=%s" % item for item in self.settings.items())]
         process = ManagedProcess(command, base / "java-member.log", cwd=base)
         wait_for_port(self.ports[member], 60, process)
