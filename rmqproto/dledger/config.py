@@ -55,6 +55,9 @@ class DLedgerConfig:
     maxVoteIntervalMs: int = 1000
     fileReservedHours: int = 72
     deleteWhen: str = "04"
+    diskSpaceRatioToCheckExpired: float = 0.70
+    diskSpaceRatioToForceClean: float = 0.85
+    enableDiskForceClean: bool = True
     flushFileInterval: int = 10
     checkPointInterval: int = 3000
     mappedFileSizeForEntryData: int = 1024 * 1024 * 1024
@@ -83,6 +86,11 @@ class DLedgerConfig:
         if self.minTakeLeadershipVoteIntervalMs >= self.maxTakeLeadershipVoteIntervalMs:
             raise DLedgerConfigError(
                 "minTakeLeadershipVoteIntervalMs must be below maxTakeLeadershipVoteIntervalMs")
+
+    @property
+    def disk_full_ratio(self):
+        """``getDiskFullRatio``: appends are refused above it."""
+        return min(self.diskSpaceRatioToForceClean + 0.05, 0.95)
 
     @property
     def preferred_leaders(self):

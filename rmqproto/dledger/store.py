@@ -21,13 +21,18 @@ rules about roles, terms and leaders are the caller's. Every method runs on one 
 import re
 from dataclasses import dataclass
 
+from zope.interface import implementer
+
 from rmqproto.broker.configfile import load as load_file, persist as persist_file
 from rmqproto.codec import dledger as codec
 from rmqproto.codec.dledger_rpc import DLedgerResponseCode
-from rmqproto.errors import CodecError, RmqError
+from rmqproto.dledger.log import ILedger, LedgerError
+from rmqproto.errors import CodecError
+from rmqproto.store.faults import FILE_ERRORS, is_disk_full
 from rmqproto.store.mappedfile import MappedFileQueue, file_by_offset, run_flush_plan
+from rmqproto.store.retention import expired_by_time
 
-__all__ = ["DLedgerStoreError", "StoreSettings", "DLedgerStore", "TermFile"]
+__all__ = ["StoreSettings", "DLedgerStore", "TermFile"]
 
 _UNIT = codec.INDEX_UNIT_SIZE
 _ENTRY_HEADER = codec.ENTRY_HEADER.struct
@@ -38,17 +43,9 @@ _NON_ZERO = re.compile(rb"[^\x00]")
 _RECOVERY_ZERO_LIMIT = 2 * 4 * 1024 * 1024
 
 
-class DLedgerStoreError(RmqError):
-    """A store operation refused with a DLedger response code (``DLedgerException``)."""
-
-    def __init__(self, code, message=""):
-        super().__init__("%s: %s" % (code.name, message) if message else code.name)
-        self.code = code
-
-
 def _check(condition, code, message=""):
     if not condition:
-        raise DLedgerStoreError(code, message)
+        raise LedgerError(code, message)
 
 
 @dataclass
@@ -84,6 +81,7 @@ class TermFile:
                DLedgerResponseCode.DISK_ERROR, "%s could not be written" % self.path)
 
 
+@implementer(ILedger)
 class DLedgerStore:
     """One node's log on disk (``DLedgerMmapFileStore``); :meth:`open` loads and recovers it."""
 
@@ -93,12 +91,15 @@ class DLedgerStore:
         self.data = MappedFileQueue(paths["data"], settings.mapped_file_size_for_entry_data)
         self.index = MappedFileQueue(paths["index"], settings.mapped_file_size_for_entry_index)
         if self.index.file_size % _UNIT:
-            raise DLedgerStoreError(DLedgerResponseCode.UNEXPECTED_ARGUMENT,
+            raise LedgerError(DLedgerResponseCode.UNEXPECTED_ARGUMENT,
                                     "index segments must hold whole 32-byte units")
-        self.ledger_begin_index = -1
-        self.ledger_end_index = -1
-        self.ledger_end_term = -1
-        self.committed_index = -1
+        self.begin_index = -1
+        self.end_index = -1
+        self.end_term = -1
+        #: set while the disk is over DLedger's full ratio: appends answer DISK_FULL
+        self.disk_full = False
+        self._committed_index = -1
+        #: the position just after the committed entry (what consumers may read up to)
         self.committed_pos = -1
 
     # -- lifecycle
@@ -122,7 +123,7 @@ class DLedgerStore:
 
     def persist_checkpoint(self):
         persist_file(self.paths["checkpoint"],
-                     codec.encode_checkpoint(self.ledger_end_index, self.committed_index))
+                     codec.encode_checkpoint(self.end_index, self.committed_index))
 
     def flush_plan(self):
         """What a flush writes (run it with :func:`run_flush_plan`, then :meth:`apply_flush`)."""
@@ -131,6 +132,10 @@ class DLedgerStore:
     def apply_flush(self, plans):
         self.data.apply_flush(plans[0])
         self.index.apply_flush(plans[1])
+
+    def abort_flush(self, plans):
+        self.data.abort_flush(plans[0])
+        self.index.abort_flush(plans[1])
 
     # -- appends
 
@@ -141,21 +146,23 @@ class DLedgerStore:
         data files before the entry is written, and returns the body to store (of the same
         length): RocketMQ rewrites the record's PHYSICALOFFSET there.
         """
+        _check(not self.disk_full, DLedgerResponseCode.DISK_FULL)
         size = codec.BODY_OFFSET + len(body)
         pos = self._pre_append(size)
         if hook is not None:
             body = hook(pos + codec.BODY_OFFSET, body)
             _check(codec.BODY_OFFSET + len(body) == size, DLedgerResponseCode.UNEXPECTED_ARGUMENT,
                    "an append hook changed the body's length")
-        entry = codec.DLedgerEntry(index=self.ledger_end_index + 1, term=term, body=body, pos=pos,
+        entry = codec.DLedgerEntry(index=self.end_index + 1, term=term, body=body, pos=pos,
                                    size=size)
         self._write(entry)
         return entry
 
     def append_as_follower(self, entry):
         """Append an entry pushed by the leader at the position it has there."""
-        _check(entry.index == self.ledger_end_index + 1, DLedgerResponseCode.INCONSISTENT_INDEX,
-               "entry %d after %d" % (entry.index, self.ledger_end_index))
+        _check(not self.disk_full, DLedgerResponseCode.DISK_FULL)
+        _check(entry.index == self.end_index + 1, DLedgerResponseCode.INCONSISTENT_INDEX,
+               "entry %d after %d" % (entry.index, self.end_index))
         pos = self._pre_append(codec.BODY_OFFSET + len(entry.body))
         _check(pos == entry.pos, DLedgerResponseCode.DISK_ERROR,
                "entry %d at %d, the leader has it at %d" % (entry.index, pos, entry.pos))
@@ -167,7 +174,7 @@ class DLedgerStore:
         it goes (zeroed), and it is written unless the same entry is already there."""
         try:
             existing = self.get(entry.index)
-        except DLedgerStoreError:
+        except LedgerError:
             existing = None
         same = existing is not None and _same_entry(existing, entry)
         size = codec.BODY_OFFSET + len(entry.body)
@@ -179,36 +186,35 @@ class DLedgerStore:
             self._write_data(entry)
         self._truncate_queue(self.index, entry.index * _UNIT)
         self._write_index(entry.pos, size, entry.magic, entry.index, entry.term)
-        self.ledger_end_index = entry.index
-        self.ledger_end_term = entry.term
+        self.end_index = entry.index
+        self.end_term = entry.term
         self._revise_begin_index()
-        if self.committed_index > self.ledger_end_index:  # never above the end (DLedger #316)
-            self.committed_index = self.ledger_end_index
-            self.committed_pos = entry.pos + size
+        if self.committed_index > self.end_index:  # never above the end (DLedger #316)
+            self.committed_index = self.end_index
         return entry.index
 
     def _pre_append(self, size):
         """``MmapFileList#preAppend``: where an entry of ``size`` bytes goes, closing the
         current segment with a blank when it and 8 more bytes do not fit."""
-        mapped = self.data.last_mapped_file()
+        mapped = _last_file(self.data)
         remaining = mapped.file_size - mapped.wrote_position
         if size + codec.MIN_BLANK_LEN > remaining:
             _check(size + codec.MIN_BLANK_LEN <= mapped.file_size, DLedgerResponseCode.DISK_ERROR,
                    "an entry of %d bytes does not fit a data segment" % size)
             mapped.append(codec.encode_blank(remaining))
-            mapped = self.data.last_mapped_file()
+            mapped = _last_file(self.data)
         return mapped.file_from_offset + mapped.wrote_position
 
     def _write(self, entry):
         self._write_data(entry)
         self._write_index(entry.pos, entry.size, entry.magic, entry.index, entry.term)
-        self.ledger_end_index = entry.index
-        self.ledger_end_term = entry.term
-        if self.ledger_begin_index == -1:
-            self.ledger_begin_index = entry.index
+        self.end_index = entry.index
+        self.end_term = entry.term
+        if self.begin_index == -1:
+            self.begin_index = entry.index
 
     def _write_data(self, entry):
-        mapped = self.data.last_mapped_file()
+        mapped = _last_file(self.data)
         header = _ENTRY_HEADER.pack(entry.magic, codec.BODY_OFFSET + len(entry.body), entry.index,
                                     entry.term, entry.pos, entry.channel, entry.chain_crc,
                                     entry.body_crc, len(entry.body))
@@ -217,7 +223,7 @@ class DLedgerStore:
                "entry %d does not fit its segment" % entry.index)
 
     def _write_index(self, pos, size, magic, index, term):
-        mapped = self.index.last_mapped_file(index * _UNIT)
+        mapped = _last_file(self.index, index * _UNIT)
         _check(mapped.file_from_offset + mapped.wrote_position == index * _UNIT,
                DLedgerResponseCode.DISK_ERROR, "index unit of entry %d out of place" % index)
         mapped.append(_INDEX_UNIT.pack(magic, pos, size, index, term))
@@ -243,7 +249,7 @@ class DLedgerStore:
         try:
             entry = codec.decode_entry(data)
         except CodecError as exc:
-            raise DLedgerStoreError(DLedgerResponseCode.DISK_ERROR, str(exc)) from None
+            raise LedgerError(DLedgerResponseCode.DISK_ERROR, str(exc)) from None
         _check(entry.pos == pos, DLedgerResponseCode.DISK_ERROR,
                "entry %d says it is at %d, its index unit says %d" % (index, entry.pos, pos))
         return entry
@@ -258,10 +264,10 @@ class DLedgerStore:
 
     def _index_unit(self, index):
         _check(index >= 0, DLedgerResponseCode.INDEX_OUT_OF_RANGE, "index %d below 0" % index)
-        _check(index >= self.ledger_begin_index, DLedgerResponseCode.INDEX_LESS_THAN_LOCAL_BEGIN,
-               "index %d below the first entry %d" % (index, self.ledger_begin_index))
-        _check(index <= self.ledger_end_index, DLedgerResponseCode.INDEX_OUT_OF_RANGE,
-               "index %d not in %d-%d" % (index, self.ledger_begin_index, self.ledger_end_index))
+        _check(index >= self.begin_index, DLedgerResponseCode.INDEX_LESS_THAN_LOCAL_BEGIN,
+               "index %d below the first entry %d" % (index, self.begin_index))
+        _check(index <= self.end_index, DLedgerResponseCode.INDEX_OUT_OF_RANGE,
+               "index %d not in %d-%d" % (index, self.begin_index, self.end_index))
         data = self._read(self.index, index * _UNIT, _UNIT)
         _check(data is not None, DLedgerResponseCode.DISK_ERROR, "no index unit for %d" % index)
         return _INDEX_UNIT.unpack(data)
@@ -276,37 +282,48 @@ class DLedgerStore:
         return None if mapped is None else mapped.read(pos - mapped.file_from_offset, size)
 
     @property
-    def write_pos(self):
+    def end_pos(self):
         """The absolute position after the last byte written to the data files."""
         return self.data.max_offset
 
     # -- commit
 
+    @property
+    def committed_index(self):
+        return self._committed_index
+
+    @committed_index.setter
+    def committed_index(self, index):
+        """Set by the Raft core, which keeps it within the log."""
+        self._committed_index = index
+        if index >= max(self.begin_index, 0):
+            pos, size = self.entry_pos_and_size(index)
+            self.committed_pos = pos + size
+        else:
+            self.committed_pos = -1
+
     def update_committed_index(self, new_index):
         """``updateCommittedIndex`` (the caller has checked the term): the committed index
         moves forward only, never above the log's end."""
-        if new_index == -1 or self.ledger_end_index == -1 or new_index == self.committed_index:
+        if new_index == -1 or self.end_index == -1 or new_index == self.committed_index:
             return self.committed_index
-        if new_index < self.committed_index or new_index < self.ledger_begin_index:
+        if new_index < self.committed_index or new_index < self.begin_index:
             return self.committed_index
-        new_index = min(new_index, self.ledger_end_index)
-        pos, size = self.entry_pos_and_size(new_index)
-        self.committed_index = new_index
-        self.committed_pos = pos + size
-        return new_index
+        self.committed_index = min(new_index, self.end_index)
+        return self.committed_index
 
     # -- retention
 
-    def delete_expired_files(self, now_ms, reserved_ms, max_files=10):
-        """Delete data segments last written more than ``reserved_ms`` before ``now_ms``
-        (never the one being written, nor one holding uncommitted entries), then move
-        the ledger's begin index to the first remaining entry. The number deleted."""
-        doomed = []
-        for mapped in self.data.files[:-1][:max_files]:
-            end = mapped.file_from_offset + mapped.file_size
-            if mapped.last_modified_ms + reserved_ms > now_ms or end > self.committed_pos:
-                break
-            doomed.append(mapped)
+    def delete_expired_files(self, now_ms, reserved_ms, clean_immediately=False):
+        """``deleteExpiredFileByTime``: delete the data segments last written more than
+        ``reserved_ms`` before ``now_ms`` (all but the last with ``clean_immediately``), never
+        one holding an entry that is not committed; then move the begin index to the first
+        remaining entry. The number deleted."""
+        files = self.data.files
+        count = expired_by_time([m.last_modified_ms for m in files], now_ms, reserved_ms,
+                                clean_immediately)
+        doomed = [m for m in files[:count]
+                  if m.file_from_offset + m.file_size <= self.committed_pos]
         if doomed:
             self.data.remove_files(doomed)
             self._revise_begin_index()
@@ -319,9 +336,9 @@ class DLedgerStore:
         start = None if first is None else _first_entry_pos(first)
         if start is None:
             return
-        self.ledger_begin_index = _ENTRY_HEADER.unpack_from(first.mm, start)[2]
+        self.begin_index = _ENTRY_HEADER.unpack_from(first.mm, start)[2]
         below = [mapped for mapped in self.index.files[:-1]
-                 if mapped.file_from_offset + mapped.file_size <= self.ledger_begin_index * _UNIT]
+                 if mapped.file_from_offset + mapped.file_size <= self.begin_index * _UNIT]
         if below:
             self.index.remove_files(below)
 
@@ -366,7 +383,7 @@ class DLedgerStore:
         _check(files[-1].file_from_offset - end <= self.data.file_size, DLedgerResponseCode.DISK_ERROR,
                "the log's valid data ends at %d, more than a segment before the last segment %s: "
                "check the files by hand before anything is cut" % (end, files[-1].path))
-        self.ledger_end_index, self.ledger_end_term = last_index, last_term
+        self.end_index, self.end_term = last_index, last_term
         self._truncate_queue(self.data, end, _RECOVERY_ZERO_LIMIT)
         self.data.flushed_where = end
         self._truncate_queue(self.index, (last_index + 1) * _UNIT, _RECOVERY_ZERO_LIMIT)
@@ -408,6 +425,16 @@ def _parse_header(mm, pos, file_size):
     if size <= codec.HEADER_SIZE or size != codec.BODY_OFFSET + body_length or pos + size > file_size:
         return None
     return magic, size, index, term, entry_pos
+
+
+def _last_file(queue, start_offset=0):
+    """The segment being written, a new one made when needed; a file that cannot be made
+    (a full disk, a read-only directory) is DISK_FULL or DISK_ERROR."""
+    try:
+        return queue.last_mapped_file(start_offset)
+    except FILE_ERRORS as exc:
+        raise LedgerError(DLedgerResponseCode.DISK_FULL if is_disk_full(exc)
+                          else DLedgerResponseCode.DISK_ERROR, str(exc)) from None
 
 
 def _first_entry_pos(mapped):

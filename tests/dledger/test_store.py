@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from rmqproto.codec import dledger as codec
 from rmqproto.codec.dledger_rpc import DLedgerResponseCode as Code
-from rmqproto.dledger.store import DLedgerStore, DLedgerStoreError, StoreSettings, TermFile
+from rmqproto.dledger.log import ILedger, LedgerError
+from rmqproto.dledger.store import DLedgerStore, StoreSettings, TermFile
 from support.interop import JAVA_FLAGS
 
 DATA_SIZE = 1024   # small segments: blanks and segment changes come often
@@ -27,7 +28,7 @@ def bodies(count, seed=0):
 
 
 def entries_of(store):
-    return [store.get(i) for i in range(max(store.ledger_begin_index, 0), store.ledger_end_index + 1)]
+    return [store.get(i) for i in range(max(store.begin_index, 0), store.end_index + 1)]
 
 
 def test_appends_fill_segments_and_close_them_with_a_blank(tmp_path):
@@ -55,7 +56,7 @@ def test_reopen_recovers_the_log_and_the_committed_index(tmp_path):
     committed_pos = store.committed_pos
     store.close()
     again = open_store(tmp_path)
-    assert (again.ledger_begin_index, again.ledger_end_index, again.ledger_end_term) == (0, 24, 2)
+    assert (again.begin_index, again.end_index, again.end_term) == (0, 24, 2)
     assert (again.committed_index, again.committed_pos) == (20, committed_pos)
     assert [e.body for e in entries_of(again)] == bodies(25)
     assert again.append_as_leader(b"next", term=3).index == 25
@@ -75,8 +76,8 @@ def test_a_torn_last_entry_is_cut_and_never_served(tmp_path):
         fh.seek(last.pos % DATA_SIZE + 4)  # and its size no longer matches the body length
         fh.write((last.size + 1000).to_bytes(4, "big"))
     again = open_store(tmp_path)
-    assert again.ledger_end_index == 10
-    with pytest.raises(DLedgerStoreError) as raised:
+    assert again.end_index == 10
+    with pytest.raises(LedgerError) as raised:
         again.get(11)
     assert raised.value.code == Code.INDEX_OUT_OF_RANGE
     assert again.append_as_leader(b"after", term=1).pos == last.pos  # written over the torn one
@@ -92,7 +93,7 @@ def test_a_disagreeing_index_is_rebuilt_from_the_data(tmp_path):
     with open(tmp_path / "dledger-n0" / "index" / index_file, "r+b") as fh:
         fh.write(b"\x07" * 64)  # garbage over the first units of the last index segment
     again = open_store(tmp_path)
-    assert again.ledger_end_index == 19
+    assert again.end_index == 19
     assert [e.body for e in entries_of(again)] == bodies(20)
     again.close()
 
@@ -103,11 +104,11 @@ def test_follower_appends_check_index_and_position(tmp_path):
     entries = [leader.append_as_leader(body, term=1) for body in bodies(15)]
     for entry in entries[:10]:
         follower.append_as_follower(entry)
-    with pytest.raises(DLedgerStoreError) as raised:
+    with pytest.raises(LedgerError) as raised:
         follower.append_as_follower(entries[11])
     assert raised.value.code == Code.INCONSISTENT_INDEX
     moved = codec.DLedgerEntry(index=10, term=1, body=entries[10].body, pos=entries[10].pos + 8)
-    with pytest.raises(DLedgerStoreError) as raised:
+    with pytest.raises(LedgerError) as raised:
         follower.append_as_follower(moved)
     assert raised.value.code == Code.DISK_ERROR
     for entry in entries[10:]:
@@ -127,10 +128,10 @@ def test_truncate_replaces_a_diverged_tail(tmp_path):
         follower.append_as_follower(entry)
     for body in bodies(9, seed=100):  # the old leader's entries no quorum has
         follower.append_as_leader(body, term=2)
-    follower.update_committed_index(follower.ledger_end_index)  # even a wrong commit is cut back
+    follower.update_committed_index(follower.end_index)  # even a wrong commit is cut back
     newer = [leader.append_as_leader(body, term=3) for body in bodies(5, seed=7)]
     assert follower.truncate(newer[0]) == 8
-    assert follower.ledger_end_index == follower.committed_index == 8
+    assert follower.end_index == follower.committed_index == 8
     for entry in newer[1:]:
         follower.append_as_follower(entry)
     assert entries_of(follower) == entries_of(leader)
@@ -149,14 +150,14 @@ def test_a_far_behind_follower_starts_again_at_the_leaders_entry(tmp_path):
     follower = open_store(tmp_path / "follower", "n1")
     follower.append_as_follower(leader.get(0))
     follower.truncate(leader.get(30))
-    assert (follower.ledger_begin_index, follower.ledger_end_index) == (30, 30)
+    assert (follower.begin_index, follower.end_index) == (30, 30)
     for index in range(31, 40):
         follower.append_as_follower(leader.get(index))
     assert [e.body for e in entries_of(follower)] == bodies(40)[30:]
     follower.close()
     leader.close()
     again = open_store(tmp_path / "follower", "n1")  # its first segment starts with zeros
-    assert (again.ledger_begin_index, again.ledger_end_index) == (30, 39)
+    assert (again.begin_index, again.end_index) == (30, 39)
     assert [e.body for e in entries_of(again)] == bodies(40)[30:]
     again.close()
 
@@ -166,13 +167,13 @@ def test_reads_outside_the_log_say_why(tmp_path):
     for body in bodies(3):
         store.append_as_leader(body, term=1)
     for index, code in ((-1, Code.INDEX_OUT_OF_RANGE), (3, Code.INDEX_OUT_OF_RANGE)):
-        with pytest.raises(DLedgerStoreError) as raised:
+        with pytest.raises(LedgerError) as raised:
             store.get(index)
         assert raised.value.code == code
-    with pytest.raises(DLedgerStoreError) as raised:
+    with pytest.raises(LedgerError) as raised:
         store.append_as_leader(bytes(DATA_SIZE), term=1)
     assert raised.value.code == Code.DISK_ERROR
-    assert store.ledger_end_index == 2
+    assert store.end_index == 2
     store.close()
 
 
@@ -195,17 +196,18 @@ def test_retention_deletes_old_committed_segments_and_moves_the_begin_index(tmp_
     segments = len(store.data.files)
     store.update_committed_index(20)
     now = max(m.last_modified_ms for m in store.data.files) + 10_000
+    assert store.delete_expired_files(now, reserved_ms=60_000) == 0
     deleted = store.delete_expired_files(now, reserved_ms=1000)
     assert 0 < deleted < segments - 1  # only segments whose entries are all committed
-    assert store.ledger_begin_index > 0
-    begin = store.ledger_begin_index
-    with pytest.raises(DLedgerStoreError) as raised:
+    assert store.begin_index > 0
+    begin = store.begin_index
+    with pytest.raises(LedgerError) as raised:
         store.get(begin - 1)
     assert raised.value.code == Code.INDEX_LESS_THAN_LOCAL_BEGIN
     assert store.get(begin).index == begin
     store.close()
     again = open_store(tmp_path)
-    assert (again.ledger_begin_index, again.ledger_end_index) == (begin, 39)
+    assert (again.begin_index, again.end_index) == (begin, 39)
     again.close()
 
 
@@ -239,8 +241,8 @@ def test_random_operations_keep_the_store_equal_to_a_list(tmp_path_factory, oper
         else:
             store.close()
             store = open_store(base)
-        assert store.ledger_end_index == len(model) - 1
-        assert store.committed_index <= store.ledger_end_index
+        assert store.end_index == len(model) - 1
+        assert store.committed_index <= store.end_index
     assert [(e.index, e.term, e.body) for e in entries_of(store)] == \
         [(e.index, e.term, e.body) for e in model]
     store.close()
@@ -262,9 +264,9 @@ def _java_store(java_interop, mode, base, self_id, request=None):
 
 
 def _ours(store):
-    return {"begin": store.ledger_begin_index, "end": store.ledger_end_index,
-            "endTerm": store.ledger_end_term, "committed": store.committed_index,
-            "committedPos": store.committed_pos, "writePos": store.write_pos,
+    return {"begin": store.begin_index, "end": store.end_index,
+            "endTerm": store.end_term, "committed": store.committed_index,
+            "committedPos": store.committed_pos, "writePos": store.end_pos,
             "entries": [{"index": e.index, "term": e.term, "pos": e.pos, "size": e.size,
                          "body": e.body.hex()} for e in entries_of(store)]}
 
@@ -300,3 +302,62 @@ def test_each_side_recovers_what_the_other_wrote(java_interop, tmp_path):
     expected = _ours(ours)
     ours.close()
     assert _java_store(java_interop, "read", tmp_path / "java", "n0") == expected
+
+
+def test_the_store_is_a_ledger_the_raft_core_can_drive(tmp_path):
+    from zope.interface.verify import verifyObject
+    store = open_store(tmp_path)
+    assert verifyObject(ILedger, store)
+    for body in bodies(5):
+        store.append_as_leader(body, term=1)
+    store.committed_index = 3  # as the core sets it
+    pos, size = store.entry_pos_and_size(3)
+    assert store.committed_pos == pos + size
+    store.close()
+    assert open_store(tmp_path).committed_index == 3
+
+
+def test_a_group_on_file_stores_survives_a_leader_restart_with_identical_files(tmp_path):
+    """The Raft core over three file stores: a leader that crashes, is reopened from its files
+    and rejoins; afterwards every node's data and index files are the same bytes."""
+    from support.raftsim import Network
+
+    ids = ("n0", "n1", "n2")
+    net = Network(ids, seed=5, ledgers={m: open_store(tmp_path, m) for m in ids})
+    assert net.run_until(lambda: net.leader() is not None, 20000)
+    first = net.leader()
+    tokens = [net.propose(first, body) for body in bodies(30)]
+    assert net.run_until(lambda: all(t in net.results for t in tokens), 5000)
+    net.crash(first)
+    net.ledgers[first].close()
+    net.ledgers[first] = open_store(tmp_path, first)  # what kill -9 and a restart read back
+    assert net.run_until(lambda: net.leader() not in (None, first), 20000)
+    net.restart(first)
+    assert net.run_until(lambda: net.leader() is not None, 20000)
+    second = net.leader()
+    tokens = [net.propose(second, body) for body in bodies(20, seed=9)]
+    assert net.run_until(lambda: all(t in net.results for t in tokens), 5000)
+    end = net.nodes[second].ledger.end_index
+    assert net.run_until(lambda: all(n.ledger.end_index == n.committed_index == end
+                                     for n in net.nodes.values()), 5000)
+    assert net.logs_agree()
+    for member in ids:
+        net.ledgers[member].close()
+    for name in ("data", "index"):
+        files = [_files(tmp_path / ("dledger-" + m) / name) for m in ids]
+        assert files[0] == files[1] == files[2]
+
+
+def test_a_full_disk_refuses_appends_with_disk_full(tmp_path):
+    store = open_store(tmp_path)
+    store.append_as_leader(b"one", term=1)
+    store.disk_full = True
+    for append in (lambda: store.append_as_leader(b"two", term=1),
+                   lambda: store.append_as_follower(codec.DLedgerEntry(index=1, term=1, body=b"x",
+                                                                       pos=store.end_pos))):
+        with pytest.raises(LedgerError) as raised:
+            append()
+        assert raised.value.code == Code.DISK_FULL
+    store.disk_full = False
+    assert store.append_as_leader(b"two", term=1).index == 1
+    store.close()

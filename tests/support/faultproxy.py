@@ -7,6 +7,7 @@ It runs in threads of the test process, so a synchronous test drives it directly
         proxy.split(7)        # forward in 7-byte pieces
         proxy.stall()         # hold every byte until resume()
         proxy.drop()          # close every open connection (new ones are accepted)
+        proxy.cut()           # close them and refuse new ones until heal(): a partition
 """
 
 import socket
@@ -32,6 +33,7 @@ class FaultProxy:
         self._chunk = None
         self._pairs = []
         self._closed = False
+        self._cut = False
         self.forwarded = 0  #: bytes taken for forwarding, both directions
         self.connections = 0  #: connections accepted so far
         threading.Thread(target=self._accept, daemon=True).start()
@@ -61,6 +63,14 @@ class FaultProxy:
             for sock in pair:
                 _close(sock, abort=True)
 
+    def cut(self):
+        """Drop every connection and refuse new ones until :meth:`heal` (a network partition)."""
+        self._cut = True
+        self.drop()
+
+    def heal(self):
+        self._cut = False
+
     def close(self):
         self._closed = True
         self.resume()
@@ -81,6 +91,9 @@ class FaultProxy:
                 client, _ = self._server.accept()
             except OSError:
                 return
+            if self._cut:
+                _close(client, abort=True)
+                continue
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
                 upstream.settimeout(None)

@@ -17,3 +17,7 @@ rmq_local = ServiceMaker(
 rmq_slave = ServiceMaker(
     "rmqproto slave broker", "rmqproto.services.slave",
     "An Apache RocketMQ compatible slave broker replicating its master", "rmq-slave")
+
+rmq_dledger = ServiceMaker(
+    "rmqproto DLedger member", "rmqproto.services.dledger",
+    "One member of a DLedger (Raft) group, compatible with DLedger 0.3.1.2", "rmq-dledger")

@@ -1,0 +1,149 @@
+"""DLedger groups of ``twistd -n rmq-dledger`` processes for tests, and a blocking client that
+speaks DLedger's RPC to them (what Java's ``DLedgerClient`` sends)."""
+
+import os
+import subprocess
+from pathlib import Path
+
+from rmqproto.codec.dledger import decode_checkpoint
+from rmqproto.codec.dledger_rpc import (
+    AppendEntryRequest, AppendEntryResponse, DLedgerRequestCode, DLedgerResponseCode,
+    MetadataRequest, MetadataResponse,
+)
+from support.daemons import Daemon
+from support.interop import JAVA_FLAGS
+from support.javapeers import build_classpath
+from support.processes import ManagedProcess, free_port, wait_for_port
+from support.syncclient import call, wait_until
+
+
+def peers_string(ids, ports):
+    return ";".join("%s-127.0.0.1:%d" % (member, port) for member, port in zip(ids, ports))
+
+
+def rpc(addr, code, request, response_class, timeout=5.0):
+    """One DLedger request on a fresh connection; the decoded answer, or None if it failed."""
+    try:
+        answer = call(addr, code, body=request.to_json())
+    except OSError:
+        return None
+    return response_class.from_json(answer.body)
+
+
+class Group:
+    """Members ``ids`` as separate processes under ``workdir`` (ports picked free): ours
+    (``twistd -n rmq-dledger``), and the real DLedger 0.3.1.2 for the ids in ``java``."""
+
+    def __init__(self, workdir, ids=("n0", "n1", "n2"), group="g", ports=None, java=(),
+                 **settings):
+        self.workdir = Path(workdir)
+        self.ids = list(ids)
+        self.java = set(java)
+        self.group = group
+        self.ports = dict(zip(self.ids, ports or [free_port() for _ in self.ids]))
+        self.peers = peers_string(self.ids, [self.ports[m] for m in self.ids])
+        self.settings = settings
+        self.daemons = {}
+
+    def addr(self, member):
+        return "127.0.0.1:%d" % self.ports[member]
+
+    def base_dir(self, member):
+        return self.workdir / member
+
+    def start(self, member):
+        base = self.base_dir(member)
+        base.mkdir(parents=True, exist_ok=True)
+        if member in self.java:
+            self.daemons[member] = self._start_java(member, base)
+            return
+        conf = base / "dledger.properties"
+        conf.write_text("".join("%s=%s\n" % item for item in self.settings.items()))
+        self.daemons[member] = Daemon(
+            base, "rmq-dledger", "-c", conf, "--group", self.group, "--id", member,
+            "--peers", self.peers_of(member), "--store-base-dir", base, port=self.ports[member])
+
+    def peers_of(self, member):
+        """The peer list ``member`` is started with (the same for all here)."""
+        return self.peers
+
+    def _start_java(self, member, base):
+        command = ["java", *JAVA_FLAGS, "-cp", build_classpath("dledger"), "rmqproto.dledger.Member",
+                   self.group, member, self.peers_of(member), str(base),
+                   *("%s=%s" % item for item in self.settings.items())]
+        process = ManagedProcess(command, base / "java-member.log", cwd=base)
+        wait_for_port(self.ports[member], 60, process)
+        return process
+
+    def java_append(self, prefix, count):
+        """Append ``count`` entries with DLedger's own Java client; the indexes it was given."""
+        result = subprocess.run(
+            ["java", *JAVA_FLAGS, "-cp", build_classpath("dledger"), "rmqproto.dledger.Append",
+             self.group, self.peers, prefix, str(count)],
+            capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return [int(line.split()[1]) for line in result.stdout.splitlines()
+                if line.startswith("APPENDED ")]
+
+    def start_all(self):
+        for member in self.ids:
+            if member not in self.daemons:
+                self.start(member)
+
+    def kill(self, member):
+        """kill -9 of one member."""
+        self.daemons.pop(member).kill()
+
+    def stop(self):
+        for member in list(self.daemons):
+            self.daemons.pop(member).stop()
+
+    def metadata(self, member):
+        return rpc(self.addr(member), DLedgerRequestCode.METADATA,
+                   MetadataRequest(group=self.group, remote_id=member), MetadataResponse)
+
+    def leader(self, among=None):
+        """The leader every live member (of ``among``) agrees on, itself one of them; or None."""
+        members = list(among or self.daemons)
+        seen = set()
+        for member in members:
+            answer = self.metadata(member)
+            if answer is None:
+                return None
+            seen.add(answer.leader_id)
+        leader = seen.pop() if len(seen) == 1 else None
+        return leader if leader in members else None
+
+    def wait_leader(self, among=None, timeout=60):
+        found = []
+        wait_until(lambda: found.append(self.leader(among)) or found[-1] is not None,
+                   timeout=timeout)
+        return found[-1]
+
+    def append(self, member, body):
+        return rpc(self.addr(member), DLedgerRequestCode.APPEND,
+                   AppendEntryRequest(group=self.group, remote_id=member, body=body),
+                   AppendEntryResponse)
+
+    def append_ok(self, body, timeout=60):
+        """Append ``body`` on the leader, finding it again after failures; its index."""
+        done = []
+
+        def attempt():
+            leader = self.leader()
+            answer = self.append(leader, body) if leader else None
+            if answer is not None and answer.code == DLedgerResponseCode.SUCCESS:
+                done.append(answer.index)
+            return bool(done)
+
+        wait_until(attempt, timeout=timeout, interval=0.1)
+        return done[0]
+
+    def files(self, member, kind):
+        """``{name: bytes}`` of a member's data or index files."""
+        directory = self.base_dir(member) / ("dledger-" + member) / kind
+        return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+
+    def committed(self, member):
+        path = self.base_dir(member) / ("dledger-" + member) / "checkpoint"
+        return decode_checkpoint(path.read_bytes())[1] if path.exists() else None
