@@ -8,8 +8,8 @@
   the DLedger status inside the body);
 * what the node sends goes to the peer's address from ``peers`` with a 3 s timeout; a
   failure or a timeout is delivered to the node as no answer (Java's NETWORK_ERROR);
-* the node ticks every 10 ms (Java's state-maintainer loop); ``currterm`` is written and
-  synced before anything of the same round leaves (:meth:`_act`);
+* the node ticks at its :meth:`~rmqproto.dledger.node.DLedgerNode.next_deadline`;
+  ``currterm`` is written and synced before anything of the same round leaves (:meth:`_act`);
 * the store is flushed every ``flushFileInterval`` ms in a thread and its ``checkpoint``
   written every ``checkPointInterval`` ms (``DLedgerMmapFileStore.FlushDataService``);
 * every second the disk is looked at: appends are refused above the full ratio, and
@@ -28,7 +28,7 @@ from rmqproto.codec.dledger_rpc import (
 )
 from rmqproto.codec.frame import RemotingCommand
 from rmqproto.dledger.actions import Role, TermState
-from rmqproto.dledger.node import STATE_LOOP_MS, DLedgerNode
+from rmqproto.dledger.node import DLedgerNode
 from rmqproto.dledger.store import DLedgerStore, StoreSettings, TermFile
 from rmqproto.errors import CodecError
 from rmqproto.remoting import RemotingClient, RequestDispatcher
@@ -77,8 +77,8 @@ class DLedgerServer:
         #: ``listener(term, role)`` for every role change (the broker's role handler)
         self.role_listeners = []
         self._answers = {}       # token → Deferred of the answer
-        self._ticker = task.LoopingCall(self.tick)
-        self._ticker.clock = reactor
+        self._timer = None       # the next tick: (deadline in ms, IDelayedCall)
+        self._running = False
         self._flusher = task.LoopingCall(self.flush)
         self._flusher.clock = reactor
         self._flushing = False
@@ -97,13 +97,18 @@ class DLedgerServer:
     # ------------------------------------------------------------ life cycle
 
     def start(self):
-        self._ticker.start(STATE_LOOP_MS / 1000, now=True)
+        self._running = True
+        self.tick()
         self._flusher.start(self.config.flushFileInterval / 1000, now=False)
         self._cleaner.start(CLEAN_SPACE_INTERVAL, now=True)
 
     def stop(self):
         """Stop the timers, close the peers' connections, flush and close the store."""
-        for loop in (self._ticker, self._flusher, self._cleaner):
+        self._running = False
+        if self._timer is not None and self._timer[1].active():
+            self._timer[1].cancel()
+        self._timer = None
+        for loop in (self._flusher, self._cleaner):
             if loop.running:
                 loop.stop()
         for answer in list(self._answers.values()):
@@ -117,6 +122,7 @@ class DLedgerServer:
     # ------------------------------------------------------------ the core's inputs
 
     def tick(self):
+        self._timer = None
         self.node.tick(self.now())
         self._act()
 
@@ -174,8 +180,12 @@ class DLedgerServer:
     def _act(self):
         """Carry out what the node asks for, in the order ``Ready`` says."""
         ready = self.node.ready()
-        if not ready:
-            return
+        if ready:
+            self._carry_out(ready)
+        if self._running:
+            self._schedule()
+
+    def _carry_out(self, ready):
         if ready.term_state is not None:
             self.terms.save(ready.term_state.curr_term, ready.term_state.vote_leader)
         for send in ready.messages:
@@ -189,6 +199,17 @@ class DLedgerServer:
                      role=role.name, term=term)
             for listener in self.role_listeners:
                 listener(term, role)
+
+    def _schedule(self):
+        """Make sure the node ticks by its next deadline."""
+        deadline = self.node.next_deadline()
+        if self._timer is not None:
+            if self._timer[0] <= deadline and self._timer[1].active():
+                return
+            if self._timer[1].active():
+                self._timer[1].cancel()
+        delay = max(deadline - self.now(), 0) / 1000
+        self._timer = (deadline, self.reactor.callLater(delay, self.tick))
 
     # ------------------------------------------------------------ flushing
 

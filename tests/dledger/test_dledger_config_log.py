@@ -22,6 +22,8 @@ JAVA_DEFAULTS = {
     "minTakeLeadershipVoteIntervalMs": 30, "maxTakeLeadershipVoteIntervalMs": 100,
     "isEnableBatchPush": False, "maxBatchPushSize": 4 * 1024,
     "leadershipTransferWaitTimeout": 1000, "dataStorePath": None,
+    "diskSpaceRatioToCheckExpired": 0.70, "diskSpaceRatioToForceClean": 0.85,
+    "enableDiskForceClean": True,
 }
 
 
