@@ -146,9 +146,8 @@ class BrokerStatsManager:
         if detail:
             names += _QUEUE_NAMES
         self.sets = {name: StatsItemSet(name) for name in names}
-        # the sets the hot paths touch, bound once
-        self._topic_put_nums = self.sets[TOPIC_PUT_NUMS].items
-        self._topic_put_size = self.sets[TOPIC_PUT_SIZE].items
+        # what the send path touches: a topic's two put counters in one look-up
+        self._topic_puts = {}  # topic -> (TOPIC_PUT_NUMS item, TOPIC_PUT_SIZE item)
         self._broker_put = self.sets[BROKER_PUT_NUMS].item(cluster_name)
 
     def stats_item(self, name, key):
@@ -165,14 +164,13 @@ class BrokerStatsManager:
     def on_put(self, topic, msgs, size):
         """A send stored ``msgs`` messages of ``size`` bytes under ``topic``
         (``incTopicPutNums``, ``incTopicPutSize``, ``incBrokerPutNums``)."""
-        nums = self._topic_put_nums.get(topic)
-        if nums is None:
-            nums = self.sets[TOPIC_PUT_NUMS].item(topic)
+        pair = self._topic_puts.get(topic)
+        if pair is None:
+            pair = self._topic_puts[topic] = (self.sets[TOPIC_PUT_NUMS].item(topic),
+                                              self.sets[TOPIC_PUT_SIZE].item(topic))
+        nums, sizes = pair
         nums.value += msgs
         nums.times += 1
-        sizes = self._topic_put_size.get(topic)
-        if sizes is None:
-            sizes = self.sets[TOPIC_PUT_SIZE].item(topic)
         sizes.value += size
         sizes.times += 1
         self._broker_put.value += msgs
@@ -212,6 +210,7 @@ class BrokerStatsManager:
     def on_topic_deleted(self, topic):
         """``onTopicDeleted``: the topic's counters go."""
         prefix, infix = topic + "@", "@" + topic + "@"
+        self._topic_puts.pop(topic, None)
         self.sets[TOPIC_PUT_NUMS].items.pop(topic, None)
         self.sets[TOPIC_PUT_SIZE].items.pop(topic, None)
         for name in (GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS) + _QUEUE_NAMES:

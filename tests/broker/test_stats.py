@@ -151,6 +151,8 @@ def test_deleting_a_topic_or_group_drops_their_counters():
     assert manager.stats_item(GROUP_GET_NUMS, "T@g") is None
     assert manager.stats_item(GROUP_GET_LATENCY, "0@T@h") is None
     assert manager.stats_item(GROUP_GET_NUMS, "T2@g") is not None
+    manager.on_put("T", 1, 10)  # counts afresh
+    assert manager.stats_item(TOPIC_PUT_NUMS, "T").value == 1
     manager.on_group_deleted("g")
     assert manager.stats_item(GROUP_GET_NUMS, "T2@g") is None
     assert manager.stats_item(GROUP_GET_NUMS, "T2@h") is not None
