@@ -5,7 +5,7 @@ each get a topic of their own, the Java client sends to and consumes each the sa
 depend on timing, so are compared loosely)."""
 
 import re
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -69,18 +69,11 @@ def test_stats_commands_answer_as_java(both):
         create_topic(addr, "Stats_" + side)
     wait_until(lambda: all(cluster.route("Stats_" + side) for side in addrs), timeout=30)
 
-    results = {}
-
-    def produce_consume(side):
-        results[side] = peers.run_client("rmqproto.peers.ProduceConsume", namesrv, "Stats_" + side,
-                                         COUNT, "G_" + side, 60)
-
-    threads = [threading.Thread(target=produce_consume, args=(side,)) for side in addrs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for side, result in results.items():
+    with ThreadPoolExecutor(len(addrs)) as pool:  # the JVMs side by side
+        runs = {side: pool.submit(peers.run_client, "rmqproto.peers.ProduceConsume", namesrv,
+                                  "Stats_" + side, COUNT, "G_" + side, 60) for side in addrs}
+    for side, run in runs.items():
+        result = run.result()
         assert result.returncode == 0, (side, result.stdout + result.stderr)
 
     # both brokers have sampled the puts and gets (every 10 s) and the consumers' offsets
@@ -90,8 +83,16 @@ def test_stats_commands_answer_as_java(both):
                    and minute_sum(addr, "GROUP_GET_NUMS", "%s@%s" % (topic, group)) == COUNT
                    and lag(addr, group, topic) == 0, timeout=30)
 
+    commands = {"statsAll": ("statsAll", "-a"), "totals": ("clusterList", "-m"),
+                "tps": ("clusterList",)}
+    commands.update({side: ("brokerConsumeStats", "-b", addr) for side, addr in addrs.items()})
+    with ThreadPoolExecutor(len(commands)) as pool:  # within the minute the counts show
+        runs = {name: pool.submit(peers.mqadmin, command[0], "-n", namesrv, *command[1:])
+                for name, command in commands.items()}
+    outs = {name: run.result() for name, run in runs.items()}
+
     # statsAll: topic, group, accumulation, in TPS, out TPS, in and out messages of 24 h
-    out = peers.mqadmin("statsAll", "-n", namesrv, "-a")
+    out = outs["statsAll"]
     stats = {side: rows(out, "Stats_" + side) for side in addrs}
     for side, lines in stats.items():
         assert len(lines) == 1, out
@@ -100,13 +101,13 @@ def test_stats_commands_answer_as_java(both):
         assert 0 < float(in_tps) <= COUNT and 0 < float(out_tps) <= COUNT, out
 
     # clusterList -m: yesterday's and today's puts and gets of each broker
-    out = peers.mqadmin("clusterList", "-n", namesrv, "-m")
+    out = outs["totals"]
     totals = {line[1]: line[2:] for line in rows(out, "DefaultCluster")}
     assert set(totals) == {"broker-a", "broker-java"}, out
     assert totals["broker-a"] == totals["broker-java"] == ["0", "0", str(COUNT), str(COUNT)], out
 
     # clusterList: in and out TPS with the pools' queue figures
-    out = peers.mqadmin("clusterList", "-n", namesrv)
+    out = outs["tps"]
     tps = {line[1]: line for line in rows(out, "DefaultCluster")}
     assert set(tps) == {"broker-a", "broker-java"}, out
     shape = re.compile(r"\d+\.\d\d\(\d+,\d+ms\)$")
@@ -115,8 +116,8 @@ def test_stats_commands_answer_as_java(both):
 
     # brokerConsumeStats: every queue of each group's topic, the same offsets
     offsets = {}
-    for side, addr in addrs.items():
-        out = peers.mqadmin("brokerConsumeStats", "-n", namesrv, "-b", addr)
+    for side in addrs:
+        out = outs[side]
         assert "#Topic" in out and "#Diff" in out, out
         lines = rows(out, "Stats_" + side)
         assert [line[1] for line in lines] == ["G_" + side] * 4, out
