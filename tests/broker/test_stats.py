@@ -17,7 +17,11 @@ from rmqproto.codec.bodies.offsets import ConsumeStats
 from rmqproto.codec.bodies.route import KVTable
 from rmqproto.codec.bodies.stats import BrokerStatsData, ConsumeStatsList
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
-from brokerkit import NOW_MS, call, make_controller
+from rmqproto.broker.controller import BrokerController
+from brokerkit import NOW_MS, broker_config, call, make_controller
+from consume_support import Controller, result_of
+from store.store_support import stores  # noqa: F401 (a fixture: real stores)
+from test_pull import pull, put
 from test_send import send
 
 T0 = 1_700_000_000_000
@@ -276,3 +280,41 @@ def test_consume_stats_carry_the_group_get_tps(broker):
     answer = call(broker, RC.GET_CONSUME_STATS, h.GetConsumeStatsRequestHeader(
         consumer_group="g1", topic="TopicA").to_ext_fields())
     assert ConsumeStats.from_json(answer.body).consume_tps == 0.5
+
+
+# ---------------------------------------------------------------- the counting paths
+
+def test_pulls_and_send_backs_are_counted(tmp_path):
+    broker = Controller(tmp_path)
+    broker.topic("T")
+    stored = [put(broker, body=b"m%d" % i) for i in range(3)]
+    response = pull(broker)
+    assert response.code == R.SUCCESS
+    manager = broker.broker_stats_manager
+    nums = manager.stats_item(GROUP_GET_NUMS, "T@g")
+    assert (nums.value, nums.times) == (3, 1)
+    assert manager.stats_item(GROUP_GET_SIZE, "T@g").value == len(response.body)
+    assert manager.stats_item(BROKER_GET_NUMS, broker.config["brokerClusterName"]).value == 3
+    assert pull(broker, offset=3).code == R.PULL_NOT_FOUND  # not counted
+    assert manager.stats_item(GROUP_GET_NUMS, "T@g").times == 1
+
+    back = h.ConsumerSendMsgBackRequestHeader(offset=stored[0].append_result.wrote_offset,
+                                              group="g", delay_level=0, max_reconsume_times=1)
+    assert result_of(broker.call(RC.CONSUMER_SEND_MSG_BACK, back)).code == R.SUCCESS
+    back.offset = broker.store.puts[-1].commit_log_offset  # the retry: now to the DLQ
+    assert result_of(broker.call(RC.CONSUMER_SEND_MSG_BACK, back)).code == R.SUCCESS
+    assert manager.stats_item(SNDBCK_PUT_NUMS, "T@g").value == 2
+    assert manager.stats_item(TOPIC_PUT_NUMS, "SCHEDULE_TOPIC_XXXX").value == 1
+
+
+def test_a_delayed_send_counts_under_the_schedule_topic(tmp_path, stores):
+    store = stores.open()
+    broker = BrokerController(broker_config(tmp_path), store.reactor, store=store)
+    plain = {"WAIT": "true", "TAGS": "TagA"}
+    assert send(broker, properties=plain).code == R.SUCCESS
+    assert send(broker, properties=dict(plain, DELAY="3")).code == R.SUCCESS
+    manager = broker.broker_stats_manager
+    assert manager.stats_item(TOPIC_PUT_NUMS, "TopicA").value == 1
+    assert manager.stats_item(TOPIC_PUT_NUMS, "SCHEDULE_TOPIC_XXXX").value == 1
+    table = KVTable.from_json(call(broker, RC.GET_BROKER_RUNTIME_INFO).body).table
+    assert table["msgPutTotalTodayNow"] == "2"  # the store's count
