@@ -148,7 +148,7 @@ class BrokerStatsManager:
         self.sets = {name: StatsItemSet(name) for name in names}
         # what the send path touches: a topic's two put counters in one look-up
         self._topic_puts = {}  # topic -> (TOPIC_PUT_NUMS item, TOPIC_PUT_SIZE item)
-        self._broker_put = self.sets[BROKER_PUT_NUMS].item(cluster_name)
+        self._broker_put = None  # made with the first put, as Java makes it
 
     def stats_item(self, name, key):
         """The counter ``name``/``key``, or None (``getStatsItem``)."""
@@ -168,6 +168,7 @@ class BrokerStatsManager:
         if pair is None:
             pair = self._topic_puts[topic] = (self.sets[TOPIC_PUT_NUMS].item(topic),
                                               self.sets[TOPIC_PUT_SIZE].item(topic))
+            self._broker_put = self.sets[BROKER_PUT_NUMS].item(self.cluster_name)
         nums, sizes = pair
         nums.value += msgs
         nums.times += 1
@@ -242,9 +243,9 @@ def message_totals(store, manager):
     stats = getattr(store, "stats", None)
     if stats is not None:
         return stats.put_times_total, stats.get_transferred
-    puts = manager.stats_item(BROKER_PUT_NUMS, manager.cluster_name)
-    gets = manager.stats_item(BROKER_GET_NUMS, manager.cluster_name)
-    return puts.value, gets.value if gets is not None else 0
+    items = (manager.stats_item(name, manager.cluster_name)
+             for name in (BROKER_PUT_NUMS, BROKER_GET_NUMS))
+    return tuple(0 if item is None else item.value for item in items)
 
 
 def next_morning(now):

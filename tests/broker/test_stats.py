@@ -9,7 +9,7 @@ import pytest
 from rmqproto.broker.stats import (
     BROKER_GET_NUMS, BROKER_PUT_NUMS, DAY, GROUP_GET_LATENCY, GROUP_GET_NUMS, GROUP_GET_SIZE,
     HOUR, MINUTE, QUEUE_GET_NUMS, SNDBCK_PUT_NUMS, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE,
-    BrokerStats, BrokerStatsManager, StatsItem, StatsSnapshot, next_morning,
+    BrokerStats, BrokerStatsManager, StatsItem, StatsSnapshot, message_totals, next_morning,
 )
 from rmqproto.broker.statssampler import StatsSampler
 from rmqproto.codec import headers as h
@@ -131,7 +131,7 @@ def test_send_back_counts_the_original_topic_and_the_schedule_put():
     assert manager.stats_item(SNDBCK_PUT_NUMS, "T@g").value == 2
     assert manager.stats_item(TOPIC_PUT_NUMS, "SCHEDULE_TOPIC_XXXX").value == 1
     assert manager.stats_item(TOPIC_PUT_NUMS, "%DLQ%g") is None
-    assert manager.stats_item(BROKER_PUT_NUMS, "C").value == 0
+    assert manager.stats_item(BROKER_PUT_NUMS, "C") is None  # not a put of the broker's
 
 
 def test_scheduled_delivery_gets_from_the_schedule_topic_and_puts_the_real_one():
@@ -318,3 +318,13 @@ def test_a_delayed_send_counts_under_the_schedule_topic(tmp_path, stores):
     assert manager.stats_item(TOPIC_PUT_NUMS, "SCHEDULE_TOPIC_XXXX").value == 1
     table = KVTable.from_json(call(broker, RC.GET_BROKER_RUNTIME_INFO).body).table
     assert table["msgPutTotalTodayNow"] == "2"  # the store's count
+
+
+def test_the_broker_wide_counters_appear_with_the_first_count():
+    """As Java's ``getAndCreateStatsItem``: no BROKER_PUT_NUMS item before a put."""
+    manager = BrokerStatsManager("C")
+    assert manager.stats_item(BROKER_PUT_NUMS, "C") is None
+    assert message_totals(None, manager) == (0, 0)
+    manager.on_put("T", 2, 20)
+    manager.on_get("g", "T", 0, 1, 10)
+    assert message_totals(None, manager) == (2, 1)

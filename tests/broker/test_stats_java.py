@@ -1,8 +1,8 @@
 """Broker statistics against the Java 4.9.7 broker: our broker and a Java broker in one cluster
 each get a topic of their own, the Java client sends to and consumes each the same way, and
-``mqadmin`` (4.9.8) ``statsAll``, ``clusterList`` (with and without ``-m``) and
-``brokerConsumeStats`` and ``consumerProgress`` answer alike for both: the same counts, TPS of the same shape (they
-depend on timing, so are compared loosely)."""
+``mqadmin`` (4.9.8) ``statsAll``, ``clusterList`` (with and without ``-m``),
+``brokerConsumeStats`` and ``consumerProgress`` answer alike for both: the same counts, TPS
+of the same shape (they depend on timing, so are compared loosely)."""
 
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +48,9 @@ def create_topic(addr, topic):
 def minute_sum(addr, name, key):
     answer = call(addr, RC.VIEW_BROKER_STATS_DATA, h.ViewBrokerStatsDataRequestHeader(
         stats_name=name, stats_key=key).to_ext_fields())
-    return BrokerStatsData.from_json(answer.body).stats_minute.sum if answer.code == R.SUCCESS else None
+    if answer.code != R.SUCCESS:
+        return None
+    return BrokerStatsData.from_json(answer.body).stats_minute.sum
 
 
 def lag(addr, group, topic):
@@ -100,7 +102,8 @@ def test_stats_commands_answer_as_java(both):
     for side, lines in stats.items():
         assert len(lines) == 1, out
         (topic, group, accumulation, in_tps, out_tps, in_day, out_day), = lines
-        assert (group, accumulation, in_day, out_day) == ("G_" + side, "0", str(COUNT), str(COUNT)), out
+        assert (group, accumulation, in_day, out_day) == (
+            "G_" + side, "0", str(COUNT), str(COUNT)), out
         assert 0 < float(in_tps) <= COUNT and 0 < float(out_tps) <= COUNT, out
 
     # consumerProgress: the group's get TPS of the last minute (consumeTps)
