@@ -86,6 +86,9 @@ BROKER_SETTINGS = Settings(
             "(Java's -Drocketmq.acl.plain.file)"),
     Setting("aclValidator", "plain", "the access validator plugin used when aclEnable=true"),
     Setting("storeReplyMessageEnable", True, "store request-reply messages"),
+    Setting("enableDetailStat", True, "keep per-queue statistics (docs/broker.md, Statistics)"),
+    Setting("autoDeleteUnusedStats", False, "drop a topic's or group's statistics when it is deleted"),
+    Setting("enableScheduleMessageStats", True, "count delayed deliveries in the statistics"),
     Setting("rocketmqHome", os.environ.get("ROCKETMQ_HOME", ""), "RocketMQ home: ACL files are under its conf/"),
     # NettyServerConfig
     Setting("listenPort", 10911, "port of the broker's remoting service (the HA port is one more)",
@@ -131,8 +134,6 @@ JAVA_ONLY_SETTINGS = Settings(
     _unused("commercialTransCount", 1, "commercial statistics"),
     _unused("commercialBigCount", 1, "commercial statistics"),
     _unused("commercialBaseCount", 1, "commercial statistics"),
-    _unused("enableDetailStat", True, "detailed statistics"),
-    _unused("autoDeleteUnusedStats", False, "removal of unused statistics"),
     _unused("disableConsumeIfConsumerReadSlowly", False, "consumer fall-behind protection"),
     _unused("consumerFallbehindThreshold", 17179869184, "bytes a consumer may fall behind"),
     _unused("flushConsumerOffsetHistoryInterval", 60000, "ms between offset history flushes"),
@@ -141,7 +142,6 @@ JAVA_ONLY_SETTINGS = Settings(
     _unused("enableScheduleAsyncDeliver", False, "asynchronous delivery of delayed messages"),
     _unused("scheduleAsyncDeliverMaxPendingLimit", 2000, "pending asynchronous deliveries"),
     _unused("scheduleAsyncDeliverMaxResendNum2Blocked", 3, "resends before delivery blocks"),
-    _unused("enableScheduleMessageStats", True, "statistics of delayed messages"),
     _unused("useTLS", False, "TLS to the NameServers (NettyClientConfig)"),
     # NettyServerConfig and NettyClientConfig: Netty's threads, pools and buffers
     _unused("serverWorkerThreads", 8, "Netty worker threads"),

@@ -3,7 +3,8 @@
 ``BrokerController(config, reactor)`` holds the settings dict (``config``, Java property
 names), the ``reactor``, the message ``store``, the ``topic_config_manager``, the request
 ``dispatcher``, the ``client`` used to call NameServers and clients, the NameServer
-``registration``, and the consume side's managers (``consumer_offset_manager``,
+``registration``, the statistics (``broker_stats_manager``, ``broker_stats``), and the
+consume side's managers (``consumer_offset_manager``,
 ``subscription_group_manager``, ``client_manager``) with their processors. It does not
 listen on a port: :mod:`rmqproto.services.broker` does.
 """
@@ -20,7 +21,10 @@ from rmqproto.broker.processors import endtransaction
 from rmqproto.broker.processors.acl import AclAdminProcessor
 from rmqproto.broker.processors.admin import AdminBrokerProcessor
 from rmqproto.broker.processors.send import SendMessageProcessor
+from rmqproto.broker.processors.stats import StatsProcessor
 from rmqproto.broker.registration import BrokerRegistration
+from rmqproto.broker.stats import BrokerStats, BrokerStatsManager, message_totals
+from rmqproto.broker.statssampler import StatsSampler
 from rmqproto.broker.topicconfig import TopicConfigManager, topic_config_path
 from rmqproto.broker.transaction.checkservice import TransactionCheckService
 from rmqproto.codec.bodies.topic import DataVersion
@@ -85,8 +89,12 @@ class BrokerController:
         self.topic_config_manager = TopicConfigManager(
             config, reactor, topic_config_path(config["storePathRootDir"]))
         self.config_data_version = DataVersion(timestamp=int(reactor.seconds() * 1000))
-        self.msg_put_total = 0
-        self.msg_get_total = 0
+        #: counts for VIEW_BROKER_STATS_DATA and consumeTps (docs/broker.md, "Statistics")
+        self.broker_stats_manager = BrokerStatsManager(
+            config["brokerClusterName"], config.get("enableDetailStat", True))
+        self.broker_stats = BrokerStats()  # the msgPut/GetTotal* runtime keys
+        self.stats_sampler = StatsSampler(reactor, self.broker_stats_manager, lambda: (
+            self.broker_stats.record(*message_totals(self.store, self.broker_stats_manager))))
         self.dispatcher = (RequestDispatcher() if self.access_validator is None
                            else GuardedDispatcher(access_guard(self.access_validator)))
         self.client = RemotingClient(reactor, self.dispatcher)
@@ -99,6 +107,7 @@ class BrokerController:
         self.admin_processor = AdminBrokerProcessor(self)
         self.admin_processor.register_with(self.dispatcher)
         AclAdminProcessor(self).register_with(self.dispatcher)
+        StatsProcessor(self).register_with(self.dispatcher)
         self._create_consume_side()
         self.end_transaction_processor = endtransaction.register(self)
         #: the check-back of half messages, run by a master only
@@ -142,6 +151,7 @@ class BrokerController:
                 load()
         self.store.load()
         self.store.start()
+        self.stats_sampler.start()
         if self.access_validator is not None:
             self.access_validator.start()
         for part in self._running_parts():
@@ -158,6 +168,7 @@ class BrokerController:
         """Unregister from the NameServers, persist metadata, shut the store down (flush,
         remove ``abort``), close outgoing connections."""
         self.registration.stop()
+        self.stats_sampler.stop()
         for part in (self.access_validator, self.client_manager, self.consume_processor,
                      self.transaction_check_service):
             stop = getattr(part, "stop", None)

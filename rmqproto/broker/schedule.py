@@ -193,6 +193,10 @@ class ScheduleMessageService:
                               msg_id=record.msg_id, status=put.status.name)
                     self._not_before[level] = self.now() + DELAY_FOR_A_PERIOD
                     return
+                if self.controller.config.get("enableScheduleMessageStats", True):
+                    self.controller.broker_stats_manager.on_scheduled_delivery(
+                        inner.topic, level, put.append_result.msg_num,
+                        put.append_result.wrote_bytes)
             self.offset_table[level] = record.queue_offset + 1
 
     # ------------------------------------------------------------ life cycle

@@ -10,6 +10,7 @@ from rmqproto.broker.config import SETTINGS
 from rmqproto.broker.offsets import ConsumerOffsetManager, consumer_offset_path
 from rmqproto.broker.processors import consume
 from rmqproto.broker.schedule import ScheduleMessageService
+from rmqproto.broker.stats import BrokerStatsManager
 from rmqproto.broker.subscriptions import SubscriptionGroupManager, subscription_group_path
 from rmqproto.broker.topicconfig import TopicConfigManager
 from rmqproto.codec.bodies.topic import TopicConfig
@@ -53,6 +54,7 @@ class Controller:
             subscription_group_path(root), self.config["autoCreateSubscriptionGroup"],
             self.reactor.seconds)
         self.client_manager = ClientManager(self)
+        self.broker_stats_manager = BrokerStatsManager(self.config["brokerClusterName"])
         self.schedule_service = ScheduleMessageService(self)
         self.processor = consume.register(self)
 

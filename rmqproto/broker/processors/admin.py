@@ -20,6 +20,7 @@ from rmqproto.codec.bodies.route import KVTable
 from rmqproto.codec.bodies.topic import TopicConfig
 from rmqproto.codec.codes import CURRENT_VERSION, RequestCode as RC, ResponseCode as R, version_desc
 from rmqproto.broker.configfile import persist
+from rmqproto.broker.stats import message_totals
 from rmqproto.config import ConfigError, dump_properties, parse_properties
 from rmqproto.errors import CodecError
 
@@ -123,6 +124,8 @@ class AdminBrokerProcessor:
                                     remark="The topic[%s] is conflict with system topic." % topic)
         manager.delete_topic_config(topic)
         self.store.clean_unused_topic(set(manager.topic_config_table))
+        if self.config["autoDeleteUnusedStats"]:
+            self.controller.broker_stats_manager.on_topic_deleted(topic)
         return request.response(R.SUCCESS)
 
     def get_all_topic_config(self, request, context):
@@ -150,12 +153,8 @@ class AdminBrokerProcessor:
         info = dict(self.store.runtime_info())
         info["brokerVersionDesc"] = version_desc(CURRENT_VERSION)
         info["brokerVersion"] = str(CURRENT_VERSION)
-        puts, gets = self.controller.msg_put_total, self.controller.msg_get_total
-        for name, total in (("msgPut", puts), ("msgGet", gets)):
-            # Java samples these at midnight; this broker counts from its start
-            info[name + "TotalYesterdayMorning"] = "0"
-            info[name + "TotalTodayMorning"] = "0"
-            info[name + "TotalTodayNow"] = str(total)
+        info.update(self.controller.broker_stats.runtime_info(*message_totals(
+            self.store, self.controller.broker_stats_manager)))
         for queue, capacity in (("sendThreadPoolQueue", "sendThreadPoolQueueCapacity"),
                                 ("pullThreadPoolQueue", "pullThreadPoolQueueCapacity"),
                                 ("queryThreadPoolQueue", "queryThreadPoolQueueCapacity")):

@@ -21,6 +21,7 @@ from twisted.logger import Logger
 
 from rmqproto.broker.longpolling import PullRequest, PullRequestHoldService
 from rmqproto.broker.processors.send import DLQ_NUMS_PER_GROUP, FAQ_SUFFIX, java_property_order
+from rmqproto.broker.processors.stats import add_topic_offsets, consumed_topic_config
 from rmqproto.broker.rebalancelock import REBALANCE_LOCK_MAX_LIVE_TIME, RebalanceLockManager
 from rmqproto.broker.topicconfig import dlq_topic, retry_topic
 from rmqproto.codec import headers as h
@@ -31,7 +32,7 @@ from rmqproto.codec.bodies.client import (
     UnlockBatchRequestBody,
 )
 from rmqproto.codec.bodies.offsets import (
-    ConsumeStats, MessageQueueForC, OffsetWrapper, ResetOffsetBody, ResetOffsetBodyForC,
+    ConsumeStats, MessageQueueForC, ResetOffsetBody, ResetOffsetBodyForC,
     SubscriptionGroupConfig,
 )
 from rmqproto.codec.bodies.topic import PERM_READ, PERM_WRITE, TOPIC_SYS_FLAG_UNIT_SUB
@@ -355,7 +356,12 @@ class ConsumeProcessor:
         response_header = h.PullMessageResponseHeader(
             suggest_which_broker_id=suggest, next_begin_offset=result.next_begin_offset,
             min_offset=result.min_offset, max_offset=result.max_offset)
-        body = b"".join(result.messages) if code == R.SUCCESS else b""
+        body = b""
+        if code == R.SUCCESS:
+            body = b"".join(result.messages)
+            self.controller.broker_stats_manager.on_get(
+                header.consumer_group, header.topic, header.queue_id, len(result.messages),
+                len(body))
         return request.response(
             int(code), remark=result.status.name, body=body,
             ext_fields=response_header.to_ext_fields(request.serialize_type))
@@ -514,6 +520,8 @@ class ConsumeProcessor:
             header.group_name)
         if header.remove_offset:
             self.controller.consumer_offset_manager.remove_offset(header.group_name)
+        if self.setting("autoDeleteUnusedStats", False):
+            self.controller.broker_stats_manager.on_group_deleted(header.group_name)
         return request.response(R.SUCCESS)
 
     def query_topic_consume_by_who(self, request, context):
@@ -578,7 +586,8 @@ class ConsumeProcessor:
                 return request.response(R.SYSTEM_ERROR, remark="topic[%s] not exist" % target.topic)
         record = self.send_back_record(original, target)
         put = self.controller.store.put_message(record, wait_store_msg_ok=False)
-        return put.addCallback(self._send_back_done, request)
+        back_topic = original.properties.get(PROPERTY_RETRY_TOPIC, original.topic)
+        return put.addCallback(self._send_back_done, request, header.group, back_topic, record)
 
     def send_back_record(self, original, target):
         """The record CONSUMER_SEND_MSG_BACK stores for ``original`` (a decoded record)."""
@@ -595,9 +604,11 @@ class ConsumeProcessor:
             born_host=original.born_host, store_host=original.store_host,
             reconsume_times=original.reconsume_times + 1)
 
-    def _send_back_done(self, result, request):
+    def _send_back_done(self, result, request, group, back_topic, record):
         if not result.ok:
             return request.response(R.SYSTEM_ERROR, remark=result.status.name)
+        self.controller.broker_stats_manager.on_send_back(group, back_topic, record.topic,
+                                                          result.append_result.wrote_bytes)
         return request.response(R.SUCCESS)
 
     # ------------------------------------------------------------ subscription groups
@@ -617,37 +628,20 @@ class ConsumeProcessor:
     # ------------------------------------------------------------ GET_CONSUME_STATS
 
     def get_consume_stats(self, request, context):
-        """``mqadmin consumerProgress``: broker and consumer offsets of every read queue."""
+        """``mqadmin consumerProgress``: broker and consumer offsets of every read queue, and
+        the group's get TPS of the last minute (``consumeTps``)."""
         header = h.GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
         group = header.consumer_group
-        offsets = self.controller.consumer_offset_manager
-        clients = self.controller.client_manager.consumers
-        store = self.controller.store
-        broker_name = self.setting("brokerName", "")
         if header.topic is None or not header.topic.strip():
-            topics = sorted(offsets.which_topic_by_consumer(group))
+            topics = sorted(self.controller.consumer_offset_manager.which_topic_by_consumer(group))
         else:
             topics = [header.topic]
         stats = ConsumeStats()
         for topic in topics:
-            topic_config = self.controller.topic_config_manager.select_topic_config(topic)
-            if topic_config is None:
-                log.warn("consumeStats, topic config not exist, {topic}", topic=topic)
-                continue
-            if (clients.find_subscription_data(group, topic) is None
-                    and clients.find_subscription_data_count(group) > 0):
-                log.warn("consumeStats, the consumer group[{group}], topic[{topic}] not exist",
-                         group=group, topic=topic)
-                continue
-            for queue_id in range(topic_config.read_queue_nums):
-                broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
-                consumer_offset = max(0, offsets.query_offset(group, topic, queue_id))
-                wrapper = OffsetWrapper(broker_offset=broker_offset, consumer_offset=consumer_offset)
-                if consumer_offset > 0:
-                    last = store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
-                    if last > 0:
-                        wrapper.last_timestamp = last
-                stats.offset_table[MessageQueue(topic, broker_name, queue_id)] = wrapper
+            topic_config = consumed_topic_config(self.controller, group, topic)
+            if topic_config is not None:
+                add_topic_offsets(self.controller, stats, group, topic,
+                                  topic_config.read_queue_nums)
         return request.response(R.SUCCESS, body=stats.to_json())
 
 

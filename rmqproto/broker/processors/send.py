@@ -153,6 +153,12 @@ def put_status_response(status, config):
     return R.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
 
 
+def _header_topic(request):
+    """The topic a send asked for (SEND_MESSAGE_V2 abbreviates it ``b``)."""
+    fields = request.ext_fields
+    return fields.get("b") or fields.get("topic")
+
+
 class _Refused(Exception):
     """A check failed: answer ``code`` with ``remark``."""
 
@@ -182,6 +188,7 @@ class SendMessageProcessor:
         self._put_batch = self._put_batch_later or store.put_messages
         self._then = self._stored_later  # bound once: every send passes it
         self._dispatcher = None  # register_with's, which answers through write_answer
+        self._count_put = controller.broker_stats_manager.on_put
 
     def register_with(self, dispatcher):
         self._version = dispatcher.version
@@ -273,7 +280,10 @@ class SendMessageProcessor:
             if not status.stored:
                 return self._answer(request, code, remark)
         append = result.append_result
-        self.controller.msg_put_total += append.msg_num
+        # Java counts the topic the message was stored under (SCHEDULE_TOPIC_XXXX when delayed)
+        fields = append.dispatch_fields
+        self._count_put(fields[0][0] if fields else _header_topic(request), append.msg_num,
+                        append.wrote_bytes)
         # the answer: what _answer builds from a SendMessageResponseHeader, from a per-broker
         # template of its extFields (their order depends only on the key set; transactionId
         # stays null). A JSON request's answer is the whole frame, from a
