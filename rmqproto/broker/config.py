@@ -10,6 +10,8 @@ import socket
 
 from rmqproto.config import ConfigError, Setting, Settings, at_least, in_range
 from rmqproto.broker.topicconfig import MAX_QUEUE_NUMS
+from rmqproto.remoting.serversettings import SERVER_SETTINGS
+from rmqproto.remoting.tls import TLS_CLIENT_SETTINGS, TLS_SERVER_SETTINGS
 from rmqproto.store.config import STORE_SETTINGS
 
 __all__ = ["BROKER_SETTINGS", "SETTINGS", "MASTER_ID", "local_address", "apply_startup_rules",
@@ -89,6 +91,9 @@ BROKER_SETTINGS = Settings(
             check=in_range(0, 65534)),
     Setting("bindAddress", "0.0.0.0", "address to listen on"),
     Setting("serverChannelMaxIdleTimeSeconds", 120, "seconds after which an idle connection is closed"),
+    *SERVER_SETTINGS.by_name.values(),
+    *TLS_SERVER_SETTINGS.by_name.values(),
+    *TLS_CLIENT_SETTINGS.by_name.values(),
 )
 
 #: Every setting a ``broker.conf`` may hold: the broker's and the store's.

@@ -22,6 +22,7 @@ from rmqproto.broker.topicconfig import TopicConfigManager, topic_config_path
 from rmqproto.codec.bodies.topic import DataVersion
 from rmqproto.pluggable import IMessageStoreFactory, PluginNotFoundError, find
 from rmqproto.remoting import RemotingClient, RequestDispatcher
+from rmqproto.remoting.tls import client_policy
 
 __all__ = ["BrokerController", "config_path", "create_store"]
 
@@ -66,7 +67,7 @@ class BrokerController:
         self.msg_put_total = 0
         self.msg_get_total = 0
         self.dispatcher = RequestDispatcher()
-        self.client = RemotingClient(reactor, self.dispatcher)
+        self.client = RemotingClient(reactor, self.dispatcher, tls=client_policy(config))
         self.registration = BrokerRegistration(self)
         # a topic created on the send path is announced at once, oneway (Java's registerBrokerAll(false, true, true))
         self.topic_config_manager.created_listeners.append(

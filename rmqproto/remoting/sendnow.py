@@ -10,7 +10,7 @@ so ordering, flow control and error handling stay Twisted's).
 
 from twisted.internet import tcp
 
-__all__ = ["send_now", "plain_and_idle"]
+__all__ = ["send_now", "plain_and_idle", "unsent_bytes"]
 
 
 def plain_and_idle(transport):
@@ -33,3 +33,10 @@ def send_now(transport, data):
             return
         data = data[sent:]
     transport.write(data)
+
+
+def unsent_bytes(transport):
+    """The bytes ``transport`` holds for sending (0 for a transport that is not TCP)."""
+    if isinstance(transport, tcp.Connection):
+        return len(transport.dataBuffer) - transport.offset + transport._tempDataLen
+    return 0
