@@ -50,7 +50,6 @@ class RemotingFactory(Factory):
         self.connection_made_hooks = []
         self.connection_lost_hooks = []
         self.budget = budget if budget is not None else write_budget({})
-        self.budget.factories.append(self)
         self.tls = tls
 
     def buildProtocol(self, addr):
@@ -67,14 +66,6 @@ class RemotingFactory(Factory):
         """Called by a connection once it is down."""
         self.connections.discard(connection)
         self._run_hooks(self.connection_lost_hooks, connection, reason)
-
-    def budget_changed(self):
-        """The shared budget entered or left its *over* state: every connection of every
-        factory sharing it gets the budget's limit."""
-        limit = self.budget.limit()
-        for factory in self.budget.factories:
-            for connection in factory.connections:
-                connection.set_write_limit(limit)
 
     def _run_hooks(self, hooks, *args):
         for hook in list(hooks):

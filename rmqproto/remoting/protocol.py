@@ -19,11 +19,13 @@ loses its connection, with one log line saying why, after the answers to its fra
 the bad one are sent.
 
 Flow control (docs/remoting.md, "Flow control"): the protocol is the streaming producer of its
-transport. When what waits to be sent passes the connection's write limit (the factory's
-``writeBufferHighWaterMark``), the transport pauses it: it stops reading and keeps the frames
-of the read being handled that it has not handled yet; once everything is sent it handles them
-and reads again. A read's gathered answers are sent as soon as they pass the limit, so one
-read cannot pile up more than the limit plus one answer. Checks are O(1) per write.
+transport. When what waits to be sent passes ``writeBufferHighWaterMark`` (the transport's
+``bufferSize``), or anything waits while the factory's
+:class:`~rmqproto.remoting.backpressure.WriteBudget` is over, the protocol is paused: it stops
+reading and keeps the frames of the read being handled that it has not handled yet; once
+everything is sent the transport resumes it, and it handles them and reads again. A read's
+gathered answers are sent as soon as they pass the high water mark, so one read cannot pile
+up more than that plus one answer. Each write costs O(1) checks.
 
 TLS (docs/security.md): with a server policy in its factory the first bytes of a connection
 choose between plain remoting and a TLS handshake, as Java's ``NettyRemotingServer``'s
@@ -45,7 +47,7 @@ from rmqproto.errors import CodecError
 from rmqproto.remoting.address import format_address
 from rmqproto.remoting.dispatch import RequestContext
 from rmqproto.remoting.errors import RemotingConnectionError, RemotingTimeoutError
-from rmqproto.remoting.sendnow import send_now, unsent_bytes
+from rmqproto.remoting.sendnow import pause_producer, send_now, unsent_bytes
 from rmqproto.remoting.serversettings import NETTY_HIGH_WATER_MARK
 from rmqproto.remoting.tls import PLAIN, TLS
 
@@ -113,7 +115,7 @@ class RemotingProtocol(Protocol):
         self._open = False
         self._gathered = None  # while a read is handled: [marker of the first write, …]
         self._gathered_bytes = 0  # of the frames in _gathered
-        self._write_limit = NETTY_HIGH_WATER_MARK  # unsent bytes after which reading pauses
+        self._high_water_mark = NETTY_HIGH_WATER_MARK  # unsent bytes after which reading pauses
         self._paused = False  # by the transport: too much unsent
         self._held = None  # while paused: (frames read and not handled, their read's error)
         self._budget = None  # the factory's WriteBudget
@@ -133,8 +135,9 @@ class RemotingProtocol(Protocol):
         self.transport.registerProducer(self, True)
         factory = self.factory
         if factory is not None:
-            self._budget = factory.budget
-            self.set_write_limit(factory.budget.limit())
+            self._budget = budget = factory.budget
+            # Twisted pauses its streaming producer past bufferSize (also its read size)
+            self._high_water_mark = self.transport.bufferSize = budget.high_water_mark
             tls = factory.tls
             if tls is not None:
                 if tls.server:  # the first read decides; the method is back after it
@@ -175,11 +178,6 @@ class RemotingProtocol(Protocol):
 
     # ------------------------------------------------------------ flow control
 
-    def set_write_limit(self, limit):
-        """Pause reading once more than ``limit`` bytes wait to be sent."""
-        self._write_limit = limit
-        self.transport.bufferSize = limit
-
     def pauseProducing(self):
         """Too much waits to be sent: stop reading (the transport calls this)."""
         if self._paused:
@@ -188,8 +186,7 @@ class RemotingProtocol(Protocol):
         self.transport.pauseProducing()
         if self._budget is not None:
             self._charged = unsent_bytes(self.transport)
-            if self._budget.charge(self._charged):
-                self.factory.budget_changed()
+            self._budget.charge(self._charged)
 
     def resumeProducing(self):
         """All is sent: handle the frames held back, then read again (the transport calls
@@ -209,8 +206,13 @@ class RemotingProtocol(Protocol):
 
     def _release(self):
         charged, self._charged = self._charged, 0
-        if charged and self._budget.release(charged):
-            self.factory.budget_changed()
+        if charged:
+            self._budget.release(charged)
+
+    def _unsent(self):
+        """Some of a write waits in the transport: pause now if the budget is over."""
+        if self._budget is not None and self._budget.over:
+            pause_producer(self.transport)
 
     # ------------------------------------------------------------ TLS
 
@@ -343,11 +345,12 @@ class RemotingProtocol(Protocol):
             if self._gathered:  # a later write of the read being handled, or gathered_writes
                 self._gathered.append(frame)
                 self._gathered_bytes += len(frame)
-                if self._gathered_bytes > self._write_limit:
+                if self._gathered_bytes > self._high_water_mark:
                     self._send_gathered()
                     self._gathered = [b""]  # and gather on
             else:
-                send_now(self.transport, frame)
+                if not send_now(self.transport, frame):
+                    self._unsent()
                 if self._gathered is not None:  # the first: gather what follows
                     self._gathered.append(b"")
 
@@ -356,4 +359,6 @@ class RemotingProtocol(Protocol):
         gathered, self._gathered = self._gathered, None
         self._gathered_bytes = 0
         if gathered is not None and len(gathered) > 1 and self._open:
-            send_now(self.transport, gathered[1] if len(gathered) == 2 else b"".join(gathered))
+            if not send_now(self.transport,
+                            gathered[1] if len(gathered) == 2 else b"".join(gathered)):
+                self._unsent()
