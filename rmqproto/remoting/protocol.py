@@ -179,14 +179,21 @@ class RemotingProtocol(Protocol):
     # ------------------------------------------------------------ flow control
 
     def pauseProducing(self):
-        """Too much waits to be sent: stop reading (the transport calls this)."""
+        """Too much waits to be sent: stop reading (the transport calls this).
+
+        Through TLS it is also called while the handshake is under way, with nothing of ours
+        waiting: then reading goes on (the handshake needs it; no request can come before it).
+        """
         if self._paused:
+            return
+        unsent = unsent_bytes(self.transport)
+        if getattr(self.transport, "TLS", False) and unsent <= self._pause_above():
             return
         self._paused = True
         self.transport.pauseProducing()
         if self._budget is not None:
-            self._charged = unsent_bytes(self.transport)
-            self._budget.charge(self._charged)
+            self._charged = unsent
+            self._budget.charge(unsent)
 
     def resumeProducing(self):
         """All is sent: handle the frames held back, then read again (the transport calls
@@ -209,9 +216,14 @@ class RemotingProtocol(Protocol):
         if charged:
             self._budget.release(charged)
 
+    def _pause_above(self):
+        """The unsent bytes past which reading pauses: none while the budget is over."""
+        return 0 if self._budget is not None and self._budget.over else self._high_water_mark
+
     def _unsent(self):
-        """Some of a write waits in the transport: pause now if the budget is over."""
-        if self._budget is not None and self._budget.over:
+        """A write left bytes to the transport: pause now if the budget is over and some
+        really wait (the transport resumes us once it has sent them)."""
+        if self._budget is not None and self._budget.over and unsent_bytes(self.transport):
             pause_producer(self.transport)
 
     # ------------------------------------------------------------ TLS

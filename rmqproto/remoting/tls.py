@@ -15,11 +15,13 @@ import enum
 import os
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from OpenSSL import SSL
+from twisted.internet.interfaces import IOpenSSLContextFactory
 from twisted.logger import Logger
+from zope.interface import implementer
 
 from rmqproto.config import ConfigError, Setting, Settings, load_properties
 
@@ -127,6 +129,7 @@ class _Policy:
         return classify(self.mode, first_byte, self.context is not None)
 
 
+@implementer(IOpenSSLContextFactory)
 class _ContextFactory:
     """One ready ``OpenSSL.SSL.Context`` as Twisted's context factory."""
 
@@ -146,7 +149,7 @@ def server_policy(config):
     if mode is not TlsMode.DISABLED:
         try:
             context = _ContextFactory(server_context(values))
-        except (OSError, SSL.Error, ConfigError, ValueError) as exc:
+        except (OSError, SSL.Error, ConfigError, ValueError, TypeError) as exc:
             log.error("TLS context for the server could not be made: {error}", error=exc)
     log.info("tls.server.mode={mode}, tls.test.mode.enable={test}", mode=mode.value,
              test=values["tls.test.mode.enable"])
@@ -176,16 +179,18 @@ def _new_context():
 
 
 def _use_key_and_chain(context, cert_path, key_path, password):
-    if password:
-        context.set_passwd_cb(lambda *_: password.encode())
+    """The PEM certificate chain and (PKCS#8, as Netty wants it) private key, maybe encrypted."""
     context.use_certificate_chain_file(cert_path)
-    context.use_privatekey_file(key_path)
+    with open(key_path, "rb") as pem:
+        context.use_privatekey(serialization.load_pem_private_key(
+            pem.read(), password.encode() if password else None))
     context.check_privatekey()
 
 
 def server_context(values):
     """The ``OpenSSL.SSL.Context`` a server serves with (``TlsHelper#buildSslContext(false)``);
-    raises OSError / ``SSL.Error`` / ConfigError for unusable files or settings."""
+    raises OSError / ``SSL.Error`` / ConfigError / ValueError / TypeError for unusable files,
+    passwords or settings."""
     context = _new_context()
     if values["tls.test.mode.enable"]:
         certificate, key = self_signed()

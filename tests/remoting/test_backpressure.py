@@ -14,6 +14,7 @@ from rmqproto.codec import headers as h
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.frame import RemotingCommand, encode_frame
 from rmqproto.remoting import RemotingFactory, RequestDispatcher, connect
+from rmqproto.remoting import protocol as protocol_module
 from rmqproto.remoting.backpressure import WriteBudget
 from rmqproto.remoting.factory import write_budget
 
@@ -91,11 +92,12 @@ def test_the_budget_sums_stopped_connections_and_is_over_past_its_total():
     assert not budget.over and budget.charged == 0
 
 
-def test_while_the_budget_is_over_anything_unsent_pauses_the_connection():
+def test_while_the_budget_is_over_anything_unsent_pauses_the_connection(monkeypatch):
     budget = WriteBudget(100, 10)
     wire = Wire(budget=budget)
     wire.dispatcher.register(7, echo)
-    # (a StringTransport queues every write: each leaves something unsent)
+    # a StringTransport queues every write: say that one byte waits, as a TCP transport would
+    monkeypatch.setattr(protocol_module, "unsent_bytes", lambda transport: 1)
     wire.receive(request(7, opaque=1))
     assert wire.transport.producerState == "producing"
     budget.charge(50)  # other connections, stopped
