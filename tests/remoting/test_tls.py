@@ -209,17 +209,21 @@ def test_the_java_client_s_use_tls_in_each_mode(mode, java_peers, tmp_path):
                 RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}).code == R.SUCCESS)
         else:
             wait_until(lambda: _route(namesrv_addr, "TBW102") is not None)
-        outcomes = {}
-        for use_tls in (False, True):
-            result = java_peers.run_client("rmqproto.peers.TlsSends", namesrv_addr,
-                                           "TlsTopic", str(use_tls).lower(), 2, timeout=120)
-            lines = result.stdout.split("\n")
-            outcomes[use_tls] = "ok" if lines[:2] and all(
-                line.startswith("SEND_OK") for line in lines[:2]) else "refused"
+        clients = {use_tls: java_peers.start(
+            "tls-sends-%s" % use_tls, java_peers.client_cp, "rmqproto.peers.TlsSends",
+            namesrv_addr, "TlsTopic", str(use_tls).lower(), "2") for use_tls in (False, True)}
+        wait_until(lambda: all(c.poll() is not None for c in clients.values()), timeout=120)
+        outcomes, outputs = {}, ""
+        for use_tls, client in clients.items():
+            output = client.output()
+            sends = [line.split()[0] for line in output.splitlines()
+                     if line.startswith(("SEND_OK", "ERROR"))]
+            outcomes[use_tls] = "ok" if sends == ["SEND_OK"] * 2 else "refused"
+            outputs += output
         expected = {"disabled": {False: "ok", True: "refused"},
                     "permissive": {False: "ok", True: "ok"},
                     "enforcing": {False: "refused", True: "ok"}}[mode]
-        assert outcomes == expected, result.stdout + result.stderr
+        assert outcomes == expected, outputs
         refusals = [line for line in nameserver.output().splitlines() + broker.output().splitlines()
                     if "closing connection from" in line]
         if mode != "permissive":
