@@ -251,7 +251,10 @@ class RemotingProtocol(Protocol):
         frames, error = self._decoder.take(data)
         if self._paused:  # bytes the transport had before it stopped reading
             held = self._held
-            self._held = (frames, error) if held is None else (held[0] + frames, error)
+            if held is None:
+                self._held = (frames, error)
+            elif held[1] is None:  # (after a bad frame nothing counts)
+                self._held = (held[0] + frames, error)
             return
         self._handle(frames, error)
 

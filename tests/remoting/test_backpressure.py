@@ -56,6 +56,7 @@ def test_a_bad_frame_held_back_still_closes_the_connection_after_the_answers():
     wire.protocol.pauseProducing()
     wire.receive(request(7, opaque=1))
     wire.protocol.dataReceived(b"\x7f\xff\xff\xff")  # a length no frame may have
+    wire.receive(request(7, opaque=2))  # after the bad frame: never handled
     assert not wire.transport.disconnecting and wire.sent() == []
     wire.protocol.resumeProducing()
     assert [a.opaque for a in wire.sent()] == [1] and wire.transport.disconnecting

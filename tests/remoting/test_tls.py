@@ -14,12 +14,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from twisted.internet import defer
+from twisted.internet import defer, threads
 
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.bodies.route import TopicRouteData
-from rmqproto.codec.frame import RemotingCommand
+from rmqproto.codec.frame import RemotingCommand, encode_frame
 from rmqproto.remoting import RemotingConnectionError, RemotingFactory, RequestDispatcher, connect
+from rmqproto.remoting.sendnow import unsent_bytes
 from rmqproto.remoting.tls import (PLAIN, TLS, TlsMode, classify, client_policy, server_policy,
                                    tls_values)
 from support.daemons import start_nameserver
@@ -27,6 +28,7 @@ from support.interop import java_available
 from support.realreactor import run_reactor
 from support.syncclient import SyncClient, wait_until
 from broker.brokerkit import start_broker
+from remoting.test_backpressure import _poll
 
 MODES = ("disabled", "permissive", "enforcing")
 
@@ -232,4 +234,59 @@ def test_the_java_client_s_use_tls_in_each_mode(mode, java_peers, tmp_path):
             assert refusals == []
     finally:
         broker.stop()
+        nameserver.stop()
+
+
+def test_a_tls_client_that_does_not_read_is_stopped_too():
+    # flow control counts the encrypted bytes waiting in the TCP transport
+    sockets = []
+
+    def lazy_client(port):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        sock = context.wrap_socket(sock)
+        sockets.append(sock)
+        sock.sendall(b"".join(encode_frame(RemotingCommand(8, opaque=n)) for n in range(50)))
+
+    @defer.inlineCallbacks
+    def scenario(reactor):
+        dispatcher = RequestDispatcher()
+        dispatcher.register(8, lambda req, context: req.response(R.SUCCESS, body=b"m" * 2**20))
+        factory = RemotingFactory(dispatcher, reactor, tls=server_policy({}))
+        port = reactor.listenTCP(0, factory, interface="127.0.0.1")
+        try:
+            yield threads.deferToThreadPool(reactor, reactor.getThreadPool(), lazy_client,
+                                            port.getHost().port)
+            yield _poll(reactor, lambda: any(c._paused for c in factory.connections))
+            (connection,) = factory.connections
+            assert connection.transport.TLS
+            assert unsent_bytes(connection.transport) < 2 * 2**20 + 64 * 1024
+            assert factory.budget.charged > 0
+        finally:
+            for sock in sockets:
+                sock.close()
+            yield _poll(reactor, lambda: not factory.connections)
+            yield port.stopListening()
+        return factory.budget.charged
+
+    assert run_reactor(scenario, timeout=20) == 0
+
+
+@pytest.mark.skipif(not java_available(), reason="Java 17 and Maven are not installed")
+def test_a_java_broker_with_tls_enable_registers_with_an_enforcing_nameserver(
+        java_peers, tmp_path, monkeypatch):
+    from support.javapeers import broker_port
+
+    nameserver, namesrv_addr = start_nameserver(tmp_path, "--tls.server.mode", "enforcing")
+    try:
+        # BrokerStartup reads tls.enable from the JVM's system properties only
+        monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Dtls.enable=true")
+        java_peers.broker("tls", listenPort=broker_port(), namesrvAddr=namesrv_addr)
+        route = wait_until(lambda: _route(namesrv_addr, "TBW102"), timeout=60)
+        assert route.broker_datas[0].broker_name == "broker-a"
+        assert "closing connection from" not in nameserver.output()
+    finally:
         nameserver.stop()
