@@ -169,11 +169,15 @@ class RemotingProtocol(Protocol):
         return len(self._pending)
 
     def close(self):
-        """Close the connection once what was written (and gathered) is sent."""
+        """Close the connection once what was written (and gathered) is sent; at once if it
+        is stopped (its peer does not read: what waits would keep it open for ever)."""
         self._send_gathered()
         self._open = False
         self._held = None
-        self.transport.unregisterProducer()  # else a paused producer keeps it open
+        if self._paused:
+            self.transport.abortConnection()
+            return
+        self.transport.unregisterProducer()
         self.transport.loseConnection()
 
     # ------------------------------------------------------------ flow control

@@ -72,11 +72,17 @@ def test_a_read_sends_its_gathered_answers_once_they_pass_the_write_limit():
     assert [a.opaque for a in wire.sent()] == list(range(10))
 
 
-def test_closing_a_paused_connection_unregisters_it_so_the_transport_can_close():
+def test_closing_unregisters_the_producer_so_that_the_transport_can_close():
     wire = Wire()
-    wire.protocol.pauseProducing()
     wire.protocol.close()
     assert wire.transport.producer is None and wire.transport.disconnecting
+
+
+def test_a_paused_connection_is_closed_at_once_as_its_peer_does_not_read():
+    wire = Wire()
+    wire.protocol.pauseProducing()
+    wire.protocol.close()  # the idle reaper, after serverChannelMaxIdleTimeSeconds
+    assert wire.transport.disconnected
     wire.protocol.resumeProducing()  # a late call does nothing
     assert wire.transport.producerState == "paused"
 
