@@ -140,6 +140,9 @@ class _ContextFactory:
         return self._context
 
 
+_CONTEXT_ERRORS = (OSError, SSL.Error, ConfigError, ValueError, TypeError)
+
+
 def server_policy(config):
     """The TLS policy of a server's ``config``. Without a usable key and certificate it logs
     why and refuses handshakes, as Java's server does when ``buildSslContext`` fails."""
@@ -149,7 +152,7 @@ def server_policy(config):
     if mode is not TlsMode.DISABLED:
         try:
             context = _ContextFactory(server_context(values))
-        except (OSError, SSL.Error, ConfigError, ValueError, TypeError) as exc:
+        except _CONTEXT_ERRORS as exc:
             log.error("TLS context for the server could not be made: {error}", error=exc)
     log.info("tls.server.mode={mode}, tls.test.mode.enable={test}", mode=mode.value,
              test=values["tls.test.mode.enable"])
@@ -157,11 +160,16 @@ def server_policy(config):
 
 
 def client_policy(config):
-    """The TLS policy of a broker's outgoing connections: None unless ``tls.enable``."""
+    """The TLS policy of a broker's outgoing connections: None unless ``tls.enable``.
+    Raises ConfigError when its context cannot be made (Java would connect in plain)."""
     values = tls_values(config)
     if not values["tls.enable"]:
         return None
-    return _Policy(False, None, _ContextFactory(client_context(values)))
+    try:
+        return _Policy(False, None, _ContextFactory(client_context(values)))
+    except _CONTEXT_ERRORS as exc:
+        raise ConfigError("tls.enable is true but the TLS context could not be made: %s"
+                          % (exc,)) from None
 
 
 def _accept_any(connection, certificate, errno, depth, ok):

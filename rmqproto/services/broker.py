@@ -109,6 +109,6 @@ def makeService(options):
     config = dict(options.values)
     try:
         apply_startup_rules(config)
+        return BrokerService(config)
     except ConfigError as exc:
         raise SystemExit(str(exc))
-    return BrokerService(config)

@@ -290,3 +290,15 @@ def test_a_java_broker_with_tls_enable_registers_with_an_enforcing_nameserver(
         assert "closing connection from" not in nameserver.output()
     finally:
         nameserver.stop()
+
+
+def test_a_broker_whose_client_context_cannot_be_made_does_not_start(tmp_path):
+    from rmqproto.services.broker import Options, makeService
+
+    options = Options()
+    options.parseOptions(["--storePathRootDir", str(tmp_path), "--tls.enable", "true",
+                          "--tls.test.mode.enable", "false",
+                          "--tls.client.certPath", str(tmp_path / "missing.crt"),
+                          "--tls.client.keyPath", str(tmp_path / "missing.key")])
+    with pytest.raises(SystemExit, match="tls.enable is true but the TLS context could not"):
+        makeService(options)
