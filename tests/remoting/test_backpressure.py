@@ -8,7 +8,7 @@ import socket
 import struct
 import time
 
-from twisted.internet import defer, task
+from twisted.internet import defer
 
 from rmqproto.codec import headers as h
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
@@ -19,7 +19,7 @@ from rmqproto.remoting.backpressure import WriteBudget
 from rmqproto.remoting.factory import write_budget
 
 from support.daemons import start_nameserver
-from support.realreactor import run_reactor
+from support.realreactor import poll_until, run_reactor
 from support.syncclient import SyncClient, call
 from broker.brokerkit import start_broker
 from conftest import Wire, request
@@ -203,20 +203,6 @@ def test_a_client_that_does_not_read_cannot_grow_the_broker(tmp_path):
 # ---------------------------------------------------------------- real sockets, in process
 
 
-def _poll(reactor, condition, timeout=10.0):
-    """A Deferred firing once ``condition()`` is true (checked every 10 ms)."""
-    deadline = reactor.seconds() + timeout
-
-    def check():
-        if condition():
-            return None
-        if reactor.seconds() > deadline:
-            raise AssertionError("condition not met in %s s" % timeout)
-        return task.deferLater(reactor, 0.01, check)
-
-    return task.deferLater(reactor, 0, check)
-
-
 def test_stopped_connections_past_the_total_stop_everyone_with_something_unsent():
     budget = WriteBudget(64 * 1024, 256 * 1024)
     lazy = []
@@ -236,7 +222,7 @@ def test_stopped_connections_past_the_total_stop_everyone_with_something_unsent(
                 sock.sendall(b"".join(encode_frame(RemotingCommand(7, opaque=n))
                                       for n in range(30)))
                 lazy.append(sock)
-            yield _poll(reactor, lambda: budget.over)
+            yield poll_until(reactor, lambda: budget.over)
             assert budget.charged > budget.total
             # a client that reads is still served: nothing of its own waits to be sent
             connection = yield connect(reactor, "127.0.0.1:%d" % port.getHost().port,
@@ -246,7 +232,7 @@ def test_stopped_connections_past_the_total_stop_everyone_with_something_unsent(
             connection.close()
             for sock in lazy:
                 sock.close()
-            yield _poll(reactor, lambda: len(factory.connections) == 0)
+            yield poll_until(reactor, lambda: len(factory.connections) == 0)
             assert budget.charged == 0 and not budget.over
         finally:
             for sock in lazy:

@@ -25,10 +25,9 @@ from rmqproto.remoting.tls import (PLAIN, TLS, TlsMode, classify, client_policy,
                                    tls_values)
 from support.daemons import start_nameserver
 from support.interop import java_available
-from support.realreactor import run_reactor
+from support.realreactor import poll_until, run_reactor
 from support.syncclient import SyncClient, wait_until
 from broker.brokerkit import start_broker
-from remoting.test_backpressure import _poll
 
 MODES = ("disabled", "permissive", "enforcing")
 
@@ -260,7 +259,7 @@ def test_a_tls_client_that_does_not_read_is_stopped_too():
         try:
             yield threads.deferToThreadPool(reactor, reactor.getThreadPool(), lazy_client,
                                             port.getHost().port)
-            yield _poll(reactor, lambda: any(c._paused for c in factory.connections))
+            yield poll_until(reactor, lambda: any(c._paused for c in factory.connections))
             (connection,) = factory.connections
             assert connection.transport.TLS
             assert unsent_bytes(connection.transport) < 2 * 2**20 + 64 * 1024
@@ -268,7 +267,7 @@ def test_a_tls_client_that_does_not_read_is_stopped_too():
         finally:
             for sock in sockets:
                 sock.close()
-            yield _poll(reactor, lambda: not factory.connections)
+            yield poll_until(reactor, lambda: not factory.connections)
             yield port.stopListening()
         return factory.budget.charged
 
