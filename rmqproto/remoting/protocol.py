@@ -45,6 +45,7 @@ from rmqproto.codec.frame import (
 )
 from rmqproto.errors import CodecError
 from rmqproto.remoting.address import format_address
+from rmqproto.remoting.backpressure import WriteBudget
 from rmqproto.remoting.dispatch import RequestContext
 from rmqproto.remoting.errors import RemotingConnectionError, RemotingTimeoutError
 from rmqproto.remoting.sendnow import pause_producer, send_now, unsent_bytes
@@ -60,6 +61,9 @@ DEFAULT_TIMEOUT = 3.0
 log = Logger()
 
 _opaques = itertools.count()
+
+#: The budget of connections without a factory: never over.
+_NEVER_OVER = WriteBudget(NETTY_HIGH_WATER_MARK, float("inf"))
 
 #: While :class:`gathered_writes` runs: the protocols that gather because of it.
 _gathering = None
@@ -114,11 +118,11 @@ class RemotingProtocol(Protocol):
         self._pending = {}  # opaque -> (Deferred, IDelayedCall)
         self._open = False
         self._gathered = None  # while a read is handled: [marker of the first write, …]
-        self._gathered_bytes = 0  # of the frames in _gathered
         self._high_water_mark = NETTY_HIGH_WATER_MARK  # unsent bytes after which reading pauses
+        self._gather_room = NETTY_HIGH_WATER_MARK  # bytes _gathered may take before a send
         self._paused = False  # by the transport: too much unsent
         self._held = None  # while paused: (frames read and not handled, their read's error)
-        self._budget = None  # the factory's WriteBudget
+        self._budget = _NEVER_OVER  # the factory's WriteBudget
         self._charged = 0  # bytes charged to it while paused
         self.last_activity = reactor.seconds()  # last read or write, for idle-connection reaping
 
@@ -137,7 +141,8 @@ class RemotingProtocol(Protocol):
         if factory is not None:
             self._budget = budget = factory.budget
             # Twisted pauses its streaming producer past bufferSize (also its read size)
-            self._high_water_mark = self.transport.bufferSize = budget.high_water_mark
+            self._high_water_mark = self._gather_room = budget.high_water_mark
+            self.transport.bufferSize = budget.high_water_mark
             tls = factory.tls
             if tls is not None:
                 if tls.server:  # the first read decides; the method is back after it
@@ -195,9 +200,8 @@ class RemotingProtocol(Protocol):
             return
         self._paused = True
         self.transport.pauseProducing()
-        if self._budget is not None:
-            self._charged = unsent
-            self._budget.charge(unsent)
+        self._charged = unsent
+        self._budget.charge(unsent)
 
     def resumeProducing(self):
         """All is sent: handle the frames held back, then read again (the transport calls
@@ -222,12 +226,12 @@ class RemotingProtocol(Protocol):
 
     def _pause_above(self):
         """The unsent bytes past which reading pauses: none while the budget is over."""
-        return 0 if self._budget is not None and self._budget.over else self._high_water_mark
+        return 0 if self._budget.over else self._high_water_mark
 
     def _unsent(self):
-        """A write left bytes to the transport: pause now if the budget is over and some
+        """A write left bytes to the transport while the budget is over: pause now if some
         really wait (the transport resumes us once it has sent them)."""
-        if self._budget is not None and self._budget.over and unsent_bytes(self.transport):
+        if unsent_bytes(self.transport):
             pause_producer(self.transport)
 
     # ------------------------------------------------------------ TLS
@@ -363,12 +367,12 @@ class RemotingProtocol(Protocol):
                     self._gathered = [b""]
             if self._gathered:  # a later write of the read being handled, or gathered_writes
                 self._gathered.append(frame)
-                self._gathered_bytes += len(frame)
-                if self._gathered_bytes > self._high_water_mark:
+                self._gather_room -= len(frame)
+                if self._gather_room < 0:  # past the high water mark: send them now
                     self._send_gathered()
                     self._gathered = [b""]  # and gather on
             else:
-                if not send_now(self.transport, frame):
+                if not send_now(self.transport, frame) and self._budget.over:
                     self._unsent()
                 if self._gathered is not None:  # the first: gather what follows
                     self._gathered.append(b"")
@@ -376,8 +380,8 @@ class RemotingProtocol(Protocol):
     def _send_gathered(self):
         """Send what was gathered during the read being handled, and stop gathering."""
         gathered, self._gathered = self._gathered, None
-        self._gathered_bytes = 0
+        self._gather_room = self._high_water_mark
         if gathered is not None and len(gathered) > 1 and self._open:
-            if not send_now(self.transport,
-                            gathered[1] if len(gathered) == 2 else b"".join(gathered)):
+            data = gathered[1] if len(gathered) == 2 else b"".join(gathered)
+            if not send_now(self.transport, data) and self._budget.over:
                 self._unsent()
