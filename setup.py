@@ -24,6 +24,8 @@ setup(
         "construct>=2.10,<2.11",
         "orjson>=3.8",
         "treq>=23.8",
+        "pyOpenSSL>=24.3",  # TLS on the remoting ports (docs/security.md)
+        "cryptography>=42",
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4"],
