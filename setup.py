@@ -25,6 +25,8 @@ setup(
         "orjson>=3.8",
         "treq>=23.8",
         "pyyaml>=5.4",
+        "pyOpenSSL>=24.3",  # TLS on the remoting ports (docs/security.md)
+        "cryptography>=42",
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4"],

@@ -277,6 +277,9 @@ class _Transport:
     def getPeer(self):
         return IPv4Address("TCP", "127.0.0.1", 50000)
 
+    def registerProducer(self, producer, streaming):
+        """Everything is "sent" at once: the producer is never paused."""
+
 
 def run_protocol(frames, controller, per_read, counted=False, slave=None):
     """Feed ``frames`` to a ``RemotingProtocol`` ``per_read`` at a time; ``(CPU seconds,

@@ -10,6 +10,8 @@ import socket
 
 from rmqproto.config import ConfigError, Setting, Settings, at_least, in_range
 from rmqproto.broker.topicconfig import MAX_QUEUE_NUMS
+from rmqproto.remoting.serversettings import SERVER_SETTINGS
+from rmqproto.remoting.tls import TLS_CLIENT_SETTINGS, TLS_SERVER_SETTINGS
 from rmqproto.store.config import STORE_SETTINGS
 
 __all__ = ["BROKER_SETTINGS", "JAVA_ONLY_SETTINGS", "SETTINGS", "MASTER_ID", "local_address", "apply_startup_rules",
@@ -95,6 +97,9 @@ BROKER_SETTINGS = Settings(
             check=in_range(0, 65534)),
     Setting("bindAddress", "0.0.0.0", "address to listen on"),
     Setting("serverChannelMaxIdleTimeSeconds", 120, "seconds after which an idle connection is closed"),
+    *SERVER_SETTINGS.by_name.values(),
+    *TLS_SERVER_SETTINGS.by_name.values(),
+    *TLS_CLIENT_SETTINGS.by_name.values(),
 )
 
 def _unused(name, default, what):
@@ -151,8 +156,6 @@ JAVA_ONLY_SETTINGS = Settings(
     _unused("serverAsyncSemaphoreValue", 64, "asynchronous requests in flight"),
     _unused("serverSocketSndBufSize", 0, "SO_SNDBUF of accepted sockets (0: the system's)"),
     _unused("serverSocketRcvBufSize", 0, "SO_RCVBUF of accepted sockets (0: the system's)"),
-    _unused("serverSocketBacklog", 1024, "listen backlog"),
-    _unused("writeBufferHighWaterMark", 0, "Netty write-buffer high water mark"),
     _unused("writeBufferLowWaterMark", 0, "Netty write-buffer low water mark"),
     _unused("serverPooledByteBufAllocatorEnable", True, "Netty pooled buffers"),
     _unused("useEpollNativeSelector", False, "Netty's native epoll (this broker always uses epoll)"),

@@ -33,6 +33,7 @@ from rmqproto.pluggable import (
 )
 from rmqproto.remoting import RemotingClient, RequestDispatcher
 from rmqproto.remoting.dispatch import GuardedDispatcher
+from rmqproto.remoting.tls import client_policy
 
 __all__ = ["BrokerController", "config_path", "create_store", "create_access_validator"]
 
@@ -97,7 +98,7 @@ class BrokerController:
             self.broker_stats.record(*message_totals(self.store, self.broker_stats_manager))))
         self.dispatcher = (RequestDispatcher() if self.access_validator is None
                            else GuardedDispatcher(access_guard(self.access_validator)))
-        self.client = RemotingClient(reactor, self.dispatcher)
+        self.client = RemotingClient(reactor, self.dispatcher, tls=client_policy(config))
         self.registration = BrokerRegistration(self)
         # a topic created on the send path is announced at once, oneway (Java's registerBrokerAll(false, true, true))
         self.topic_config_manager.created_listeners.append(

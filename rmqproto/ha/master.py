@@ -25,6 +25,7 @@ from rmqproto.ha.replicas import ReplicaTable, ReportKind
 from rmqproto.ha.transfer import GroupTransferWaits
 from rmqproto.remoting.protocol import gathered_writes
 from rmqproto.remoting.sendnow import send_now
+from rmqproto.remoting.serversettings import server_setting
 from rmqproto.store.results import PutMessageStatus
 
 __all__ = ["HAMasterConnection", "HAMasterFactory", "HAMasterService", "TICK_SECONDS",
@@ -206,7 +207,8 @@ class HAMasterService(service.Service):
     def startService(self):
         super().startService()
         self.listening_port = self.reactor.listenTCP(
-            self.config["haListenPort"], self.factory, interface=self.config.get("bindAddress", ""))
+            self.config["haListenPort"], self.factory, interface=self.config.get("bindAddress", ""),
+            backlog=server_setting(self.config, "serverSocketBacklog"))
         log.info("HA service listening on port {port}", port=self.port)
         self.store.replica_waiter = self.wait_for_replica
         self.store.runtime_info_providers.append(self.runtime_info)

@@ -36,13 +36,14 @@ class RemotingClient:
     """Requests to peers named by address, over connections opened on demand.
 
     ``dispatcher`` answers requests the peers send back on those connections
-    (for example the broker's NOTIFY_CONSUMER_IDS_CHANGED).
+    (for example the broker's NOTIFY_CONSUMER_IDS_CHANGED); ``tls``, a client policy of
+    :mod:`rmqproto.remoting.tls`, makes every connection start TLS.
     """
 
-    def __init__(self, reactor, dispatcher=None, connect_timeout=DEFAULT_TIMEOUT):
+    def __init__(self, reactor, dispatcher=None, connect_timeout=DEFAULT_TIMEOUT, tls=None):
         self.reactor = reactor
         self.connect_timeout = connect_timeout
-        self.factory = RemotingFactory(dispatcher, reactor)
+        self.factory = RemotingFactory(dispatcher, reactor, tls=tls)
         self.factory.connection_lost_hooks.append(self._lost)
         self._connections = {}  # address -> open connection
         self._connecting = {}  # address -> Deferreds waiting for that connection

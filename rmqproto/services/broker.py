@@ -19,6 +19,10 @@ from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
 from rmqproto.pluggable import PluginNotFoundError
 from rmqproto.remoting import RemotingFactory
+from rmqproto.remoting.factory import write_budget
+from rmqproto.remoting.serversettings import server_setting
+from rmqproto.remoting.tls import server_policy
+from rmqproto.store.mappedfile import StoreError
 
 __all__ = ["BrokerService", "Options", "makeService"]
 
@@ -35,15 +39,19 @@ class BrokerService(service.MultiService):
         self.config = config
         self.reactor = reactor
         self.controller = BrokerController(config, reactor, store, config_file)
-        self.factory = RemotingFactory(self.controller.dispatcher, reactor)
-        self.listener = internet.TCPServer(config["listenPort"], self.factory,
+        # both ports: one limit of unsent bytes, one TLS policy, one backlog (NettyServerConfig)
+        budget, tls = write_budget(config), server_policy(config)
+        backlog = server_setting(config, "serverSocketBacklog")
+        self.factory = RemotingFactory(self.controller.dispatcher, reactor, budget=budget, tls=tls)
+        self.listener = internet.TCPServer(config["listenPort"], self.factory, backlog=backlog,
                                            interface=config["bindAddress"], reactor=reactor)
         self.listener.setServiceParent(self)
         #: The VIP ("fast") channel on listenPort - 2: every request but PULL_MESSAGE (``registerProcessor``).
         #: Java slaves fetch their metadata there.
         self.vip_factory = RemotingFactory(
-            self.controller.dispatcher.excluding(RequestCode.PULL_MESSAGE), reactor)
-        self.vip_listener = internet.TCPServer(vip_port(config), self.vip_factory,
+            self.controller.dispatcher.excluding(RequestCode.PULL_MESSAGE), reactor,
+            budget=budget, tls=tls)
+        self.vip_listener = internet.TCPServer(vip_port(config), self.vip_factory, backlog=backlog,
                                                interface=config["bindAddress"], reactor=reactor)
         self.vip_listener.setServiceParent(self)
         #: Replication: the master's HA listener or the slave's HA client (``docs/ha.md``).
@@ -55,7 +63,10 @@ class BrokerService(service.MultiService):
     def startService(self):
         super().startService()
         self.idle.start(1.0, now=False)
-        self.started = self.controller.start()
+        try:
+            self.started = self.controller.start()
+        except StoreError as exc:  # e.g. another broker holds the store's lock
+            raise SystemExit("the broker cannot start: %s" % exc) from None
         self.ha.startService()
 
     def stopService(self):

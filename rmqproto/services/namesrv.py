@@ -18,6 +18,9 @@ from rmqproto.namesrv.kvconfig import KVConfig
 from rmqproto.namesrv.processor import NameServerProcessor
 from rmqproto.namesrv.routeinfo import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
 from rmqproto.remoting import RemotingFactory, RequestDispatcher
+from rmqproto.remoting.factory import write_budget
+from rmqproto.remoting.serversettings import SERVER_SETTINGS, server_setting
+from rmqproto.remoting.tls import TLS_SERVER_SETTINGS, server_policy
 
 __all__ = ["SETTINGS", "NameServerService", "Options", "makeService"]
 
@@ -39,6 +42,8 @@ SETTINGS = Settings(
             "milliseconds without a heartbeat after which a broker is dropped"),
     Setting("serverChannelMaxIdleTimeSeconds", 120,
             "seconds after which an idle connection is closed"),
+    *SERVER_SETTINGS.by_name.values(),
+    *TLS_SERVER_SETTINGS.by_name.values(),
 )
 
 
@@ -59,10 +64,12 @@ class NameServerService(service.MultiService):
             persist_kv=lambda: self.kv_config.persist(config["kvConfigPath"]),
             persist_config=self._persist_config)
         self.processor.register_with(self.dispatcher)
-        self.factory = RemotingFactory(self.dispatcher, reactor)
+        self.factory = RemotingFactory(self.dispatcher, reactor, budget=write_budget(config),
+                                       tls=server_policy(config))
         self.factory.connection_lost_hooks.append(self._connection_lost)
-        self.listener = internet.TCPServer(config["listenPort"], self.factory,
-                                           interface=config["bindAddress"], reactor=reactor)
+        self.listener = internet.TCPServer(
+            config["listenPort"], self.factory, interface=config["bindAddress"],
+            backlog=server_setting(config, "serverSocketBacklog"), reactor=reactor)
         self.listener.setServiceParent(self)
         self.scan = task.LoopingCall(self.scan_not_active_brokers)
         self.scan.clock = reactor

@@ -252,6 +252,7 @@ class DefaultMessageStore:
         self.is_shutdown = True
         self.last_exit_ok = True
         self._lock_fd = None
+        self._start_begun = False
         self._sampler = None
 
     # ------------------------------------------------------------ lifecycle
@@ -261,9 +262,15 @@ class DefaultMessageStore:
         return int(self.reactor.seconds() * 1000)
 
     def load(self):
-        """Open the files and recover; True when done (``StoreError`` if a file is unusable)."""
+        """Lock the directory, open the files and recover; True when done (``StoreError`` if
+        another process holds the lock or a file is unusable).
+
+        The lock comes first, unlike Java's ``DefaultMessageStore`` (``load`` recovers, then
+        ``start`` locks): a second process pointed at a live store must not recover its files.
+        """
         for key in ("root", "consumequeue"):
             os.makedirs(self.paths[key], exist_ok=True)
+        self._lock()
         os.makedirs(self.paths["commitlog"], exist_ok=True)
         self.last_exit_ok = not os.path.exists(self.paths["abort"])
         log.info("last shutdown {how}", how="normally" if self.last_exit_ok else "abnormally")
@@ -341,16 +348,24 @@ class DefaultMessageStore:
             cq.correct_min_offset(min_physic)
         self.commit_log.topic_queue_table = table
 
-    def start(self):
-        """Lock the directory, dispatch what the consume queues miss, start the flush
-        services and create the ``abort`` file."""
-        self._lock_fd = os.open(self.paths["lock"], os.O_RDWR | os.O_CREAT, 0o644)
+    def _lock(self):
+        """Hold the ``lock`` file (``flock``, released when the process ends however it ends)."""
+        if self._lock_fd is not None:
+            return
+        fd = os.open(self.paths["lock"], os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-            raise StoreError("the store in %s is locked by another process" % self.paths["root"])
+            os.close(fd)
+            raise StoreError("the store in %s is locked by another process (is another broker "
+                             "running on it?)" % self.paths["root"]) from None
+        self._lock_fd = fd
+
+    def start(self):
+        """Dispatch what the consume queues miss, start the flush services and create the
+        ``abort`` file (the directory is locked since :meth:`load`)."""
+        self._start_begun = True
+        self._lock()
         self.reput.reput_from_offset = recovery.reput_start_offset(
             [cq.max_physic_offset for cq in self._all_queues()], max(self.commit_log.min_offset, 0))
         self.reput.do_reput()
@@ -371,8 +386,9 @@ class DefaultMessageStore:
         """A clean stop: flush everything, close the files, remove ``abort`` (kept when the
         store is not writable, dispatching is behind or a consume queue misses units, so
         the next start recovers)."""
-        if self.is_shutdown and self._lock_fd is None:
+        if self.is_shutdown and (not self._start_begun or self._lock_fd is None):
             self._close_files()
+            self._unlock()
             return
         if self._reput_call is not None and self._reput_call.active():
             self._reput_call.cancel()
@@ -404,6 +420,9 @@ class DefaultMessageStore:
                 log.error("cannot remove {path}: {error}", path=self.paths["abort"],
                           error=str(exc))
         self._close_files()
+        self._unlock()
+
+    def _unlock(self):
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

@@ -767,11 +767,14 @@ def test_a_second_process_cannot_open_a_running_store(stores):
     from rmqproto.store.defaultstore import DefaultMessageStore
     from rmqproto.store.mappedfile import StoreError
     running = stores.open()
+    fill(running, 3)
     other = DefaultMessageStore(running.config, stores.clock)
-    other.load()
-    with pytest.raises(StoreError):
-        other.start()
+    # the lock comes before recovery: the live files (abort present) are not even opened
+    with pytest.raises(StoreError, match="locked by another process"):
+        other.load()
+    assert other.commit_log.queue.files == [] and other.consume_queue_table == {}
     other.shutdown()
+    assert running.get_max_phy_offset() > 0 and not running.is_shutdown
 
 
 def test_an_index_file_of_another_size_is_refused(stores):

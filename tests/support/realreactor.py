@@ -1,6 +1,6 @@
 """A fresh real reactor for one test scenario."""
 
-__all__ = ["run_reactor"]
+__all__ = ["run_reactor", "poll_until"]
 
 
 def run_reactor(scenario, timeout=10.0):
@@ -31,3 +31,20 @@ def run_reactor(scenario, timeout=10.0):
     if isinstance(outcome[0], Failure):
         outcome[0].raiseException()
     return outcome[0]
+
+
+def poll_until(reactor, condition, timeout=10.0):
+    """A Deferred firing once ``condition()`` is true (checked every 10 ms on ``reactor``);
+    it fails after ``timeout`` seconds."""
+    from twisted.internet import task
+
+    deadline = reactor.seconds() + timeout
+
+    def check():
+        if condition():
+            return None
+        if reactor.seconds() > deadline:
+            raise AssertionError("condition not met in %s s" % timeout)
+        return task.deferLater(reactor, 0.01, check)
+
+    return task.deferLater(reactor, 0, check)
