@@ -1,0 +1,202 @@
+"""The producer over plain blocking sockets, for scripts and Spark executors: no reactor,
+no threads. Only bytes and time move here; the rules are the core's
+(:mod:`rmqproto.client.producer`)."""
+
+import socket
+import time
+
+from rmqproto.client.config import ProducerConfig
+from rmqproto.client.message import UniqueIds
+from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, Reply
+from rmqproto.codec.codes import CURRENT_VERSION
+from rmqproto.codec.frame import FLAG_ONEWAY, FrameDecoder, decode_frame, encode_frame
+from rmqproto.errors import CodecError
+from rmqproto.remoting.address import parse_address
+from rmqproto.remoting.errors import RemotingConnectionError, RemotingTimeoutError
+
+__all__ = ["Producer", "Connection", "now_ms"]
+
+
+def now_ms():
+    """Wall-clock milliseconds (the born timestamp, as Java's ``System.currentTimeMillis``)."""
+    return int(time.time() * 1000)
+
+
+class Connection:
+    """One TCP connection to a server: a request out, its response back (matched by
+    opaque; requests the server sends and late responses are dropped)."""
+
+    def __init__(self, address, timeout):
+        host, port = parse_address(address)
+        self.address = address
+        self.decoder = FrameDecoder()
+        self.frames = []
+        self.opaque = 0
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            raise RemotingConnectionError("connect to %s failed: %s" % (address, exc)) from None
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def call(self, request, timeout, oneway=False):
+        """Send ``request``; its response (``None`` when ``oneway``). Raises
+        :class:`RemotingTimeoutError` after ``timeout`` seconds, :class:`RemotingConnectionError`
+        when the connection fails (the connection is then closed)."""
+        self.opaque += 1
+        request.opaque, request.version = self.opaque, CURRENT_VERSION
+        if oneway:
+            request.flag |= FLAG_ONEWAY
+        deadline = time.monotonic() + timeout
+        try:
+            self.sock.settimeout(timeout)
+            self.sock.sendall(encode_frame(request))
+            while not oneway:
+                while self.frames:
+                    response = decode_frame(self.frames.pop(0))
+                    if response.is_response and response.opaque == request.opaque:
+                        return response
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise socket.timeout()
+                self.sock.settimeout(left)
+                data = self.sock.recv(65536)
+                if not data:
+                    raise ConnectionError("closed by the peer")
+                self.frames.extend(self.decoder.feed(data))
+        except socket.timeout:
+            raise RemotingTimeoutError("wait response on %s timeout %d ms" % (
+                self.address, timeout * 1000)) from None
+        except (OSError, CodecError) as exc:
+            self.close()
+            raise RemotingConnectionError("connection to %s failed: %s" % (
+                self.address, exc)) from None
+        return None
+
+    def close(self):
+        self.sock.close()
+
+
+class Producer:
+    """A producer (``DefaultMQProducer``) whose calls block until they are done.
+
+    Settings are Java's property names: ``Producer(namesrvAddr="127.0.0.1:9876",
+    producerGroup="my_group")`` or ``Producer(config=ProducerConfig(...))``.
+    """
+
+    def __init__(self, config=None, **settings):
+        self.config = config or ProducerConfig(**settings)
+        self.core = ProducerCore(self.config, ids=UniqueIds.for_this_host())
+        self.connections = {}
+
+    def _perform(self, call):
+        connection = self.connections.get(call.address)
+        try:
+            if connection is None:
+                connection = self.connections[call.address] = Connection(
+                    call.address, call.timeout_ms / 1000)
+            response = connection.call(call.request, call.timeout_ms / 1000, call.oneway)
+        except (RemotingConnectionError, RemotingTimeoutError) as exc:
+            if isinstance(exc, RemotingConnectionError):
+                self._drop(call.address)
+            return Reply(None, exc, now_ms())
+        return Reply(response, None, now_ms())
+
+    def _drop(self, address):
+        connection = self.connections.pop(address, None)
+        if connection is not None:
+            connection.close()
+
+    def _run(self, steps):
+        reply = None
+        while True:
+            try:
+                call = steps.send(reply)
+            except StopIteration as done:
+                return done.value
+            reply = self._perform(call)
+
+    def _send(self, prepare, what, mode):
+        now = now_ms()
+        return self._run(self.core.send(prepare(what, now), mode, now))
+
+    def send(self, message):
+        """Send one :class:`~rmqproto.client.Message`; its :class:`~rmqproto.client.SendResult`."""
+        return self._send(self.core.prepare, message, SYNC)
+
+    def send_oneway(self, message):
+        """Send one message without waiting for an answer (tried once)."""
+        self._send(self.core.prepare, message, ONEWAY)
+
+    def send_batch(self, messages):
+        """Send messages of one topic as one SEND_BATCH_MESSAGE; one :class:`SendResult`."""
+        return self._send(self.core.prepare_batch, messages, SYNC)
+
+    def close(self):
+        self.sock.close()
+
+
+class Producer:
+    """A producer (``DefaultMQProducer``) whose calls block until they are done.
+
+    Settings are Java's property names: ``Producer(namesrvAddr="127.0.0.1:9876",
+    producerGroup="my_group")`` or ``Producer(config=ProducerConfig(...))``.
+    """
+
+    def __init__(self, config=None, **settings):
+        self.config = config or ProducerConfig(**settings)
+        self.core = ProducerCore(self.config, ids=UniqueIds.for_this_host())
+        self.connections = {}
+
+    def _perform(self, call):
+        connection = self.connections.get(call.address)
+        try:
+            if connection is None:
+                connection = self.connections[call.address] = Connection(
+                    call.address, call.timeout_ms / 1000)
+            response = connection.call(call.request, call.timeout_ms / 1000, call.oneway)
+        except (RemotingConnectionError, RemotingTimeoutError) as exc:
+            if isinstance(exc, RemotingConnectionError):
+                self._drop(call.address)
+            return Reply(None, exc, now_ms())
+        return Reply(response, None, now_ms())
+
+    def _drop(self, address):
+        connection = self.connections.pop(address, None)
+        if connection is not None:
+            connection.close()
+
+    def _run(self, steps):
+        reply = None
+        while True:
+            try:
+                call = steps.send(reply)
+            except StopIteration as done:
+                return done.value
+            reply = self._perform(call)
+
+    def send(self, message):
+        """Send one :class:`~rmqproto.client.Message`; its :class:`~rmqproto.client.SendResult`."""
+        now = now_ms()
+        return self._run(self.core.send(self.core.prepare(message, now), SYNC, now))
+
+    def send_oneway(self, message):
+        """Send one message without waiting for an answer (tried once)."""
+        now = now_ms()
+        self._run(self.core.send(self.core.prepare(message, now), ONEWAY, now))
+
+    def send_batch(self, messages):
+        """Send messages of one topic as one SEND_BATCH_MESSAGE; one :class:`SendResult`."""
+        now = now_ms()
+        return self._run(self.core.send(self.core.prepare_batch(messages, now), SYNC, now))
+
+    def close(self):
+        """Close every connection."""
+        for address in list(self.connections):
+            self._drop(address)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
