@@ -9,7 +9,7 @@ from rmqproto.client.config import ProducerConfig
 from rmqproto.client.message import UniqueIds
 from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, Reply
 from rmqproto.codec.codes import CURRENT_VERSION
-from rmqproto.codec.frame import FLAG_ONEWAY, FrameDecoder, decode_frame, encode_frame
+from rmqproto.codec.frame import FrameDecoder, decode_frame, encode_frame
 from rmqproto.errors import CodecError
 from rmqproto.remoting.address import parse_address
 from rmqproto.remoting.errors import RemotingConnectionError, RemotingTimeoutError
@@ -38,19 +38,17 @@ class Connection:
             raise RemotingConnectionError("connect to %s failed: %s" % (address, exc)) from None
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def call(self, request, timeout, oneway=False):
-        """Send ``request``; its response (``None`` when ``oneway``). Raises
+    def call(self, request, timeout):
+        """Send ``request``; its response (``None`` for a oneway request). Raises
         :class:`RemotingTimeoutError` after ``timeout`` seconds, :class:`RemotingConnectionError`
         when the connection fails (the connection is then closed)."""
         self.opaque += 1
         request.opaque, request.version = self.opaque, CURRENT_VERSION
-        if oneway:
-            request.flag |= FLAG_ONEWAY
         deadline = time.monotonic() + timeout
         try:
             self.sock.settimeout(timeout)
             self.sock.sendall(encode_frame(request))
-            while not oneway:
+            while not request.is_oneway:
                 while self.frames:
                     response = decode_frame(self.frames.pop(0))
                     if response.is_response and response.opaque == request.opaque:
@@ -94,7 +92,7 @@ class Producer:
             if connection is None:
                 connection = self.connections[call.address] = Connection(
                     call.address, call.timeout_ms / 1000)
-            response = connection.call(call.request, call.timeout_ms / 1000, call.oneway)
+            response = connection.call(call.request, call.timeout_ms / 1000)
         except (RemotingConnectionError, RemotingTimeoutError) as exc:
             if isinstance(exc, RemotingConnectionError):
                 self._drop(call.address)
@@ -153,7 +151,7 @@ class Producer:
             if connection is None:
                 connection = self.connections[call.address] = Connection(
                     call.address, call.timeout_ms / 1000)
-            response = connection.call(call.request, call.timeout_ms / 1000, call.oneway)
+            response = connection.call(call.request, call.timeout_ms / 1000)
         except (RemotingConnectionError, RemotingTimeoutError) as exc:
             if isinstance(exc, RemotingConnectionError):
                 self._drop(call.address)

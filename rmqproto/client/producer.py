@@ -26,7 +26,7 @@ from rmqproto.client.route import TopicRoute, borrowed_route
 from rmqproto.codec import message as wire
 from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode, ResponseCode
-from rmqproto.codec.frame import RemotingCommand
+from rmqproto.codec.frame import FLAG_ONEWAY, RemotingCommand
 from rmqproto.codec.headers import (
     GetRouteInfoRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader)
 
@@ -224,6 +224,8 @@ class ProducerCore:
                 error = ClientError("sendDefaultImpl call timeout")
                 break
             request = self.build_request(outgoing, queue, now)
+            if mode == ONEWAY:
+                request.flag |= FLAG_ONEWAY
             reply = yield Call(address, request, timeout - (now - start), mode == ONEWAY)
             latency, now = reply.now - now, reply.now
             if reply.error is not None:
