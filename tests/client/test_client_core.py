@@ -250,14 +250,16 @@ def _spread(name, addresses, rounds, fail=()):
 
 
 def test_random_strategy_keeps_its_name_server_until_it_fails():
-    chosen = _spread("random", ["n1", "n2", "n3"], 6)
-    assert len(set(chosen)) == 1
-    starts = {_spread("random", ["n1", "n2", "n3"], 1)[0]}
-    starts |= {make_strategy("random", ["n1", "n2", "n3"], random.Random(s)).choose(NOW)
-               for s in range(20)}
+    assert len(set(_spread("random", ["n1", "n2", "n3"], 6))) == 1
+    starts = {make_strategy("random", ["n1", "n2", "n3"], random.Random(s)).choose(NOW)
+              for s in range(20)}
     assert starts == {"n1", "n2", "n3"}
-    moved = _spread("random", ["n1", "n2"], 3, fail={chosen[0] if chosen[0] in ("n1", "n2") else "n1"})
-    assert moved[0] != moved[1] or moved[0] not in ("n1", "n2")
+    strategy = make_strategy("random", ["n1", "n2", "n3"], random.Random(2))
+    first = strategy.choose(NOW)
+    strategy.end(first, False, NOW)
+    second = strategy.choose(NOW)
+    strategy.end(second, True, NOW)
+    assert second != first and strategy.choose(NOW) == second
 
 
 def test_fixed_round_robin_and_fewest_connections():
