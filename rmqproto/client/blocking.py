@@ -7,7 +7,7 @@ import time
 
 from rmqproto.client.config import ProducerConfig
 from rmqproto.client.message import UniqueIds
-from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, Reply
+from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, Reply, run
 from rmqproto.codec.codes import CURRENT_VERSION
 from rmqproto.codec.frame import FrameDecoder, decode_frame, encode_frame
 from rmqproto.errors import CodecError
@@ -104,18 +104,9 @@ class Producer:
         if connection is not None:
             connection.close()
 
-    def _run(self, steps):
-        reply = None
-        while True:
-            try:
-                call = steps.send(reply)
-            except StopIteration as done:
-                return done.value
-            reply = self._perform(call)
-
     def _send(self, prepare, what, mode):
         now = now_ms()
-        return self._run(self.core.send(prepare(what, now), mode, now))
+        return run(self.core.send(prepare(what, now), mode, now), self._perform)
 
     def send(self, message):
         """Send one :class:`~rmqproto.client.Message`; its :class:`~rmqproto.client.SendResult`."""
@@ -128,64 +119,6 @@ class Producer:
     def send_batch(self, messages):
         """Send messages of one topic as one SEND_BATCH_MESSAGE; one :class:`SendResult`."""
         return self._send(self.core.prepare_batch, messages, SYNC)
-
-    def close(self):
-        self.sock.close()
-
-
-class Producer:
-    """A producer (``DefaultMQProducer``) whose calls block until they are done.
-
-    Settings are Java's property names: ``Producer(namesrvAddr="127.0.0.1:9876",
-    producerGroup="my_group")`` or ``Producer(config=ProducerConfig(...))``.
-    """
-
-    def __init__(self, config=None, **settings):
-        self.config = config or ProducerConfig(**settings)
-        self.core = ProducerCore(self.config, ids=UniqueIds.for_this_host())
-        self.connections = {}
-
-    def _perform(self, call):
-        connection = self.connections.get(call.address)
-        try:
-            if connection is None:
-                connection = self.connections[call.address] = Connection(
-                    call.address, call.timeout_ms / 1000)
-            response = connection.call(call.request, call.timeout_ms / 1000)
-        except (RemotingConnectionError, RemotingTimeoutError) as exc:
-            if isinstance(exc, RemotingConnectionError):
-                self._drop(call.address)
-            return Reply(None, exc, now_ms())
-        return Reply(response, None, now_ms())
-
-    def _drop(self, address):
-        connection = self.connections.pop(address, None)
-        if connection is not None:
-            connection.close()
-
-    def _run(self, steps):
-        reply = None
-        while True:
-            try:
-                call = steps.send(reply)
-            except StopIteration as done:
-                return done.value
-            reply = self._perform(call)
-
-    def send(self, message):
-        """Send one :class:`~rmqproto.client.Message`; its :class:`~rmqproto.client.SendResult`."""
-        now = now_ms()
-        return self._run(self.core.send(self.core.prepare(message, now), SYNC, now))
-
-    def send_oneway(self, message):
-        """Send one message without waiting for an answer (tried once)."""
-        now = now_ms()
-        self._run(self.core.send(self.core.prepare(message, now), ONEWAY, now))
-
-    def send_batch(self, messages):
-        """Send messages of one topic as one SEND_BATCH_MESSAGE; one :class:`SendResult`."""
-        now = now_ms()
-        return self._run(self.core.send(self.core.prepare_batch(messages, now), SYNC, now))
 
     def close(self):
         """Close every connection."""

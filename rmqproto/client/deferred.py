@@ -42,15 +42,15 @@ class Producer:
 
         return sent.addCallbacks(lambda response: Reply(response, None, self._now()), failed)
 
-    @defer.inlineCallbacks
-    def _run(self, steps):
-        reply = None
-        while True:
-            try:
-                call = steps.send(reply)
-            except StopIteration as done:
-                return done.value
-            reply = yield self._perform(call)
+    def _run(self, steps, reply=None):
+        """Advance ``steps`` by one call; a Deferred of the call's return value."""
+        try:
+            call = steps.send(reply)
+        except StopIteration as done:
+            return defer.succeed(done.value)
+        except Exception:
+            return defer.fail()
+        return self._perform(call).addCallback(lambda answer: self._run(steps, answer))
 
     def _send(self, prepare, what, mode):
         now = self._now()

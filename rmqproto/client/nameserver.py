@@ -58,16 +58,13 @@ class Fixed(NameServerStrategy):
         return self.addresses[0]
 
 
-class RoundRobin(NameServerStrategy):
+class RoundRobin(RandomSticky):
     name = "round-robin"
-
-    def __init__(self, addresses, rng):
-        super().__init__(addresses, rng)
-        self.index = rng.randrange(len(self.addresses))
+    end = NameServerStrategy.end
 
     def choose(self, now):
         self.index += 1
-        return self.addresses[self.index % len(self.addresses)]
+        return super().choose(now)
 
 
 class FewestConnections(NameServerStrategy):

@@ -56,6 +56,18 @@ NAMESRV_TIMEOUT_MS = 3000
 Outgoing = namedtuple("Outgoing", "topic code body sys_flag flag properties batch msg_id")
 
 
+def run(steps, perform):
+    """Run the generator ``steps`` of a core call with ``perform(call) -> Reply`` (which
+    blocks); the call's return value."""
+    reply = None
+    while True:
+        try:
+            call = steps.send(reply)
+        except StopIteration as done:
+            return done.value
+        reply = perform(call)
+
+
 def route_request(topic):
     """GET_ROUTEINFO_BY_TOPIC for ``topic``."""
     return RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC, language=LANGUAGE,

@@ -5,7 +5,7 @@ import random
 
 from rmqproto.client.config import ProducerConfig
 from rmqproto.client.message import UniqueIds
-from rmqproto.client.producer import ProducerCore, Reply
+from rmqproto.client.producer import ProducerCore, Reply, run
 from rmqproto.codec.bodies.route import BrokerData, QueueData, TopicRouteData
 from rmqproto.codec.codes import RequestCode, ResponseCode
 from rmqproto.codec.headers import SendMessageRequestHeaderV2
@@ -62,13 +62,7 @@ class World:
             "queueOffset": str(offset)}), None, self.now)
 
     def run(self, steps):
-        reply = None
-        while True:
-            try:
-                call = steps.send(reply)
-            except StopIteration as done:
-                return done.value
-            reply = self.answer(call)
+        return run(steps, self.answer)
 
     def sent_to(self):
         """The broker of every send request made, in order."""
