@@ -106,7 +106,13 @@ class Producer:
 
     def _send(self, prepare, what, mode):
         now = now_ms()
-        return run(self.core.send(prepare(what, now), mode, now), self._perform)
+        fetches = self.core.route_fetches
+        try:
+            return run(self.core.send(prepare(what, now), mode, now), self._perform)
+        finally:
+            if self.core.route_fetches != fetches:
+                for address in set(self.connections) - self.core.live_addresses():
+                    self._drop(address)
 
     def send(self, message):
         """Send one :class:`~rmqproto.client.Message`; its :class:`~rmqproto.client.SendResult`."""

@@ -100,6 +100,7 @@ class ProducerCore:
         self.ids = ids or UniqueIds(salt=rng.getrandbits(32))
         self.routes = {}  # topic -> (TopicRoute, when fetched)
         self.stale = set()  # topics whose route is fetched again before the next use
+        self.route_fetches = 0  # routes stored so far: a transport prunes connections when it moves
 
     # ------------------------------------------------------------ NameServer and routes
 
@@ -151,17 +152,19 @@ class ProducerCore:
             fresh = TopicRoute(topic, data)
             if fresh.queues or known is None:
                 known = (fresh, now)
+                self.route_fetches += 1
         if known is None or not known[0].queues:
             raise ClientError("No route info of this topic: %s" % topic)
         self.routes[topic] = known
         self.stale.discard(topic)
         return known[0], now
 
-    def broker_addresses(self):
-        """Every broker address of the routes held (connections to others can go:
-        ``cleanOfflineBroker``)."""
+    def live_addresses(self):
+        """The NameServers and every broker address of the routes held; connections to
+        other addresses can go (``cleanOfflineBroker``)."""
         return {address for route, _ in self.routes.values()
-                for addrs in route.addresses.values() for address in addrs.values()}
+                for addrs in route.addresses.values() for address in addrs.values()
+                } | set(self.nameservers.addresses)
 
     # ------------------------------------------------------------ building sends
 
