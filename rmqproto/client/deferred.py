@@ -2,7 +2,8 @@
 it with ``await`` and run the coroutine with ``Deferred.fromCoroutine``). Only bytes and
 time move here; the rules are the core's (:mod:`rmqproto.client.producer`)."""
 
-from twisted.internet import defer
+from twisted.internet import defer, task
+from twisted.logger import Logger
 
 from rmqproto.client.config import ProducerConfig
 from rmqproto.client.message import UniqueIds
@@ -12,13 +13,16 @@ from rmqproto.remoting.errors import RemotingError
 
 __all__ = ["Producer"]
 
+log = Logger()
+
 
 class Producer:
     """A producer (``DefaultMQProducer``) on ``reactor``; settings are Java's property names.
 
     :meth:`send` keeps the sync send's rules (retries on another broker, also after the
     broker codes Java retries), :meth:`send_async` the async send's (retries after
-    transport errors only, ``retryTimesWhenSendAsyncFailed``).
+    transport errors only, ``retryTimesWhenSendAsyncFailed``). Every
+    ``pollNameServerInterval`` the routes held are fetched again, as Java's timer does.
     """
 
     def __init__(self, reactor, config=None, **settings):
@@ -26,6 +30,9 @@ class Producer:
         self.config = config or ProducerConfig(**settings)
         self.core = ProducerCore(self.config, ids=UniqueIds.for_this_host())
         self.client = RemotingClient(reactor)
+        self._poll = task.LoopingCall(self._refresh_routes)
+        self._poll.clock = reactor
+        self._poll.start(self.config.pollNameServerInterval / 1000, now=False)
 
     def _now(self):
         return int(self.reactor.seconds() * 1000)
@@ -41,6 +48,10 @@ class Producer:
             return Reply(None, failure.value, self._now())
 
         return sent.addCallbacks(lambda response: Reply(response, None, self._now()), failed)
+
+    def _refresh_routes(self):
+        return self._run(self.core.refresh_routes(self._now())).addErrback(
+            lambda failure: log.failure("route refresh failed", failure))
 
     def _run(self, steps, reply=None):
         """Advance ``steps`` by one call; a Deferred of the call's return value."""
@@ -77,5 +88,7 @@ class Producer:
         return self._send(self.core.prepare_batch, messages, SYNC)
 
     def close(self):
-        """Close every connection; a Deferred fired once they are closed."""
+        """Stop the route refresh and close every connection; a Deferred fired once they are closed."""
+        if self._poll.running:
+            self._poll.stop()
         return self.client.close()

@@ -159,6 +159,16 @@ class ProducerCore:
         self.stale.discard(topic)
         return known[0], now
 
+    def refresh_routes(self, now):
+        """Generator: fetch again the route of every topic held (Java's timer of
+        ``pollNameServerInterval``); a topic whose lookup fails keeps the route it had."""
+        for topic in list(self.routes):
+            self.stale.add(topic)
+            try:
+                _, now = yield from self.route(topic, now)
+            except ClientError:
+                pass
+
     def live_addresses(self):
         """The NameServers and every broker address of the routes held; connections to
         other addresses can go (``cleanOfflineBroker``)."""

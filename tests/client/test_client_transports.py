@@ -5,8 +5,10 @@ import socket
 import threading
 
 import pytest
+from twisted.internet import defer
+from twisted.internet.task import Clock
 
-from clientkit import route_data
+from clientkit import NOW, World, route_data
 from rmqproto.client import ClientError, Message
 from rmqproto.client import blocking, deferred
 from rmqproto.codec.codes import RequestCode
@@ -150,3 +152,27 @@ def test_connections_to_brokers_gone_from_the_routes_are_closed():
     finally:
         ns.close()
         broker_a.close()
+
+
+def test_the_twisted_producer_refreshes_its_routes_every_poll_interval():
+    clock = Clock()
+    clock.advance(NOW / 1000)
+    world = World({"T": route_data("a", "b")}, latency=0)
+    producer = deferred.Producer(clock, namesrvAddr="ns:9876", pollNameServerInterval=30000)
+    producer._perform = lambda call: defer.succeed(world.answer(call))  # no sockets
+    results = []
+    producer.send(Message("T", b"x")).addCallback(results.append)
+    assert results[0].status.name == "SEND_OK"
+    lookups = lambda: sum(1 for _, r in world.calls if r.code == RequestCode.GET_ROUTEINFO_BY_TOPIC)  # noqa: E731
+    clock.advance(29.9)
+    assert lookups() == 1
+    world.routes["T"] = route_data("b")
+    world.now = NOW + 30000
+    clock.advance(0.1)
+    assert lookups() == 2 and producer.core.routes["T"][0].broker_names() == ["b"]
+    world.down.add("ns:9876")  # a failed refresh keeps the route
+    clock.advance(30)
+    assert lookups() == 3 and producer.core.routes["T"][0].broker_names() == ["b"]
+    producer.close()
+    clock.advance(60)
+    assert lookups() == 3
