@@ -132,7 +132,8 @@ class ProducerCore:
 
         Fetched when unknown, older than ``pollNameServerInterval`` or marked stale by a
         failed send; a topic the NameServer does not know borrows the auto-create topic's
-        route. When no NameServer answers, the route already known is kept.
+        route. When no NameServer answers (or the answer has no writable queue), the route
+        already known is kept for another ``pollNameServerInterval``.
         """
         known = self.routes.get(topic)
         if (known is not None and topic not in self.stale
@@ -148,11 +149,12 @@ class ProducerCore:
             if known is None:
                 raise
             data = None
-        if data is not None:
-            fresh = TopicRoute(topic, data)
-            if fresh.queues or known is None:
-                known = (fresh, now)
-                self.route_fetches += 1
+        fresh = TopicRoute(topic, data) if data is not None else None
+        if fresh is not None and (fresh.queues or known is None):
+            known = (fresh, now)
+            self.route_fetches += 1
+        elif known is not None:  # kept: asked again after pollNameServerInterval, not at every send
+            known = (known[0], now)
         if known is None or not known[0].queues:
             raise ClientError("No route info of this topic: %s" % topic)
         self.routes[topic] = known

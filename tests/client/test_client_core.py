@@ -217,6 +217,9 @@ def test_a_known_route_is_kept_while_no_name_server_answers():
     world.down |= {"ns1:9876", "ns2:9876"}
     world.now += 60000
     assert send(core, world, Message("T", b"x")).status is SendStatus.SEND_OK
+    lookups = route_calls(world)
+    assert send(core, world, Message("T", b"x")).status is SendStatus.SEND_OK
+    assert route_calls(world) == lookups  # not asked again before pollNameServerInterval
     with pytest.raises(ClientError, match="no NameServer answered"):
         send(core, world, Message("U", b"x"))
 
