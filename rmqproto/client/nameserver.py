@@ -1,6 +1,7 @@
 """Which NameServer a client asks next: Java's choice and three others.
 
-Every strategy is told of each request it placed (:meth:`begin`) and how it ended
+A strategy is named by ``nameServerStrategy`` or given as a subclass of
+:class:`NameServerStrategy`. Every strategy is told of each request it placed (:meth:`begin`) and how it ended
 (:meth:`end`); :meth:`choose` names the address for the next one. Pure: the caller
 passes ``now`` and a ``random.Random``.
 
@@ -101,7 +102,10 @@ STRATEGIES = {cls.name: cls for cls in (RandomSticky, Fixed, RoundRobin, FewestC
 
 
 def make_strategy(name, addresses, rng):
-    """The strategy called ``name`` (a key of :data:`STRATEGIES`) over ``addresses``."""
+    """The strategy called ``name`` (a key of :data:`STRATEGIES`) over ``addresses``;
+    ``name`` may also be a :class:`NameServerStrategy` subclass of the caller's own."""
+    if isinstance(name, type) and issubclass(name, NameServerStrategy):
+        return name(addresses, rng)
     try:
         cls = STRATEGIES[name]
     except KeyError:

@@ -10,7 +10,7 @@ from clientkit import NOW, World, make_core, route_data, send
 from rmqproto.client import BrokerError, ClientError, Message, SendStatus
 from rmqproto.client.fault import LatencyFaultTolerance, not_available_duration
 from rmqproto.client.message import UniqueIds, id_ip, id_time_ms, month_start_ms
-from rmqproto.client.nameserver import make_strategy
+from rmqproto.client.nameserver import NameServerStrategy, make_strategy
 from rmqproto.client.route import MessageQueue, TopicRoute
 from rmqproto.codec import message as wire
 from rmqproto.codec.codes import RequestCode, ResponseCode
@@ -282,6 +282,17 @@ def test_fixed_round_robin_and_fewest_connections():
         make_strategy("nearest", ["n1"], random.Random())
     with pytest.raises(ClientError, match="No name server address"):
         make_core(namesrvAddr="")
+
+
+def test_a_strategy_of_ones_own_can_be_plugged_in():
+    class Last(NameServerStrategy):
+        def choose(self, now):
+            return self.addresses[-1]
+
+    world = World(ROUTES)
+    core = make_core(nameServerStrategy=Last)
+    send(core, world, Message("T", b"x"))
+    assert world.calls[0][0] == "ns2:9876"
 
 
 def test_a_failed_name_server_is_followed_by_the_next():
