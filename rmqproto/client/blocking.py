@@ -7,7 +7,7 @@ import time
 
 from rmqproto.client.config import ProducerConfig
 from rmqproto.client.message import UniqueIds
-from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, Reply, run
+from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, Reply, run, selecting
 from rmqproto.codec.codes import CURRENT_VERSION
 from rmqproto.codec.frame import FrameDecoder, decode_frame, encode_frame
 from rmqproto.errors import CodecError
@@ -104,23 +104,25 @@ class Producer:
         if connection is not None:
             connection.close()
 
-    def _send(self, prepare, what, mode):
+    def _send(self, prepare, what, mode, choose=None):
         now = now_ms()
         fetches = self.core.route_fetches
         try:
-            return run(self.core.send(prepare(what, now), mode, now), self._perform)
+            return run(self.core.send(prepare(what, now), mode, now, choose), self._perform)
         finally:
             if self.core.route_fetches != fetches:
                 for address in set(self.connections) - self.core.live_addresses():
                     self._drop(address)
 
-    def send(self, message):
-        """Send one :class:`~rmqproto.client.Message`; its :class:`~rmqproto.client.SendResult`."""
-        return self._send(self.core.prepare, message, SYNC)
+    def send(self, message, selector=None, arg=None):
+        """Send one :class:`~rmqproto.client.Message`; its :class:`~rmqproto.client.SendResult`.
+        With ``selector(queues, message, arg)`` (Java's ``MessageQueueSelector``) the send
+        goes to the queue it returns, tried once: an ordered send."""
+        return self._send(self.core.prepare, message, SYNC, selecting(selector, message, arg))
 
-    def send_oneway(self, message):
+    def send_oneway(self, message, selector=None, arg=None):
         """Send one message without waiting for an answer (tried once)."""
-        self._send(self.core.prepare, message, ONEWAY)
+        self._send(self.core.prepare, message, ONEWAY, selecting(selector, message, arg))
 
     def send_batch(self, messages):
         """Send messages of one topic as one SEND_BATCH_MESSAGE; one :class:`SendResult`."""

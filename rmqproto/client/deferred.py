@@ -7,7 +7,7 @@ from twisted.logger import Logger
 
 from rmqproto.client.config import ProducerConfig
 from rmqproto.client.message import UniqueIds
-from rmqproto.client.producer import ASYNC, ONEWAY, SYNC, ProducerCore, Reply
+from rmqproto.client.producer import ASYNC, ONEWAY, SYNC, ProducerCore, Reply, selecting
 from rmqproto.remoting import RemotingClient
 from rmqproto.remoting.errors import RemotingError
 
@@ -63,25 +63,27 @@ class Producer:
             return defer.fail()
         return self._perform(call).addCallback(lambda answer: self._run(steps, answer))
 
-    def _send(self, prepare, what, mode):
+    def _send(self, prepare, what, mode, choose=None):
         now = self._now()
         try:
             outgoing = prepare(what, now)
         except Exception:
             return defer.fail()
-        return self._run(self.core.send(outgoing, mode, now))
+        return self._run(self.core.send(outgoing, mode, now, choose))
 
-    def send(self, message):
-        """Send one :class:`~rmqproto.client.Message`; a Deferred of its :class:`SendResult`."""
-        return self._send(self.core.prepare, message, SYNC)
+    def send(self, message, selector=None, arg=None):
+        """Send one :class:`~rmqproto.client.Message`; a Deferred of its :class:`SendResult`.
+        With ``selector(queues, message, arg)`` the send goes to the queue it returns, tried
+        once: an ordered send."""
+        return self._send(self.core.prepare, message, SYNC, selecting(selector, message, arg))
 
-    def send_async(self, message):
+    def send_async(self, message, selector=None, arg=None):
         """Send one message with the async send's retry rules; a Deferred of its result."""
-        return self._send(self.core.prepare, message, ASYNC)
+        return self._send(self.core.prepare, message, ASYNC, selecting(selector, message, arg))
 
-    def send_oneway(self, message):
+    def send_oneway(self, message, selector=None, arg=None):
         """Send one message without an answer (tried once); fires with ``None`` once written."""
-        return self._send(self.core.prepare, message, ONEWAY)
+        return self._send(self.core.prepare, message, ONEWAY, selecting(selector, message, arg))
 
     def send_batch(self, messages):
         """Send messages of one topic as one SEND_BATCH_MESSAGE; a Deferred of the result."""

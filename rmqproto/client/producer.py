@@ -68,6 +68,14 @@ def run(steps, perform):
         reply = perform(call)
 
 
+def selecting(selector, message, arg):
+    """The ``choose`` of :meth:`ProducerCore.send` for a ``MessageQueueSelector``-like
+    ``selector(queues, message, arg) -> MessageQueue`` (``None`` without a selector)."""
+    if selector is None:
+        return None
+    return lambda queues: selector(list(queues), message, arg)
+
+
 def route_request(topic):
     """GET_ROUTEINFO_BY_TOPIC for ``topic``."""
     return RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC, language=LANGUAGE,
@@ -232,21 +240,29 @@ class ProducerCore:
 
     # ------------------------------------------------------------ sending
 
-    def send(self, outgoing, mode, now):
+    def send(self, outgoing, mode, now, choose=None):
         """Generator: send ``outgoing`` (from :meth:`prepare` / :meth:`prepare_batch`) with the
         retry rules of ``mode`` (:data:`SYNC`, :data:`ASYNC`, :data:`ONEWAY`); returns the
-        :class:`SendResult` (``None`` for oneway) or raises :class:`ClientError`."""
+        :class:`SendResult` (``None`` for oneway) or raises :class:`ClientError`.
+
+        ``choose(queues)`` (see :func:`selecting`) picks the queue instead of the built-in
+        selection; such a send is tried once (``sendSelectImpl``).
+        """
         check_topic(outgoing.topic)
         start, timeout = now, self.config.sendMsgTimeout
         route, now = yield from self.route(outgoing.topic, now)
-        attempts = 1 + (getattr(self.config, _RETRIES[mode]) if mode in _RETRIES else 0)
+        retries = getattr(self.config, _RETRIES[mode]) if mode in _RETRIES and not choose else 0
         last_broker = result = error = None
-        for attempt in range(attempts):
+        for attempt in range(1 + retries):
             if attempt and outgoing.topic in self.stale:
                 route, now = yield from self.route(outgoing.topic, now)
-            queue = self.selector.select(route, last_broker, now)
+            queue = choose(route.queues) if choose else self.selector.select(route, last_broker, now)
+            if queue is None:
+                raise ClientError("select message queue return null.")
             last_broker = queue.broker_name
             address = route.master(queue.broker_name)
+            if address is None:
+                raise ClientError("The broker[%s] not exist" % queue.broker_name)
             if now - start >= timeout:
                 error = ClientError("sendDefaultImpl call timeout")
                 break

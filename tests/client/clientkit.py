@@ -74,8 +74,8 @@ def make_core(seed=0, **settings):
     return ProducerCore(ProducerConfig(**settings), random.Random(seed), UniqueIds("10.1.2.3", 77, 5))
 
 
-def send(core, world, outgoing_or_message, mode="sync"):
+def send(core, world, outgoing_or_message, mode="sync", choose=None):
     outgoing = outgoing_or_message
     if not hasattr(outgoing, "code"):
         outgoing = core.prepare(outgoing_or_message, world.now)
-    return world.run(core.send(outgoing, mode, world.now))
+    return world.run(core.send(outgoing, mode, world.now, choose))

@@ -11,6 +11,7 @@ from rmqproto.client import BrokerError, ClientError, Message, SendStatus
 from rmqproto.client.fault import LatencyFaultTolerance, not_available_duration
 from rmqproto.client.message import UniqueIds, id_ip, id_time_ms, month_start_ms
 from rmqproto.client.nameserver import NameServerStrategy, make_strategy
+from rmqproto.client.producer import selecting
 from rmqproto.client.route import MessageQueue, TopicRoute
 from rmqproto.codec import message as wire
 from rmqproto.codec.codes import RequestCode, ResponseCode
@@ -129,6 +130,21 @@ def test_retries_stop_when_send_msg_timeout_is_spent():
                 timeouts.append(call.timeout_ms)
             reply = world2.answer(call)
     assert timeouts == [3000, 2000, 1000]
+
+
+def test_a_selected_queue_is_used_and_tried_once():
+    core, world = make_core(), World(ROUTES)
+    pick = selecting(lambda queues, message, arg: queues[arg], Message("T", b"x"), 5)
+    result = send(core, world, core.prepare(Message("T", b"x"), world.now), choose=pick)
+    assert result.queue == MessageQueue("T", "b", 1)
+    down = World(ROUTES, {"b": lambda h, r: RemotingConnectionError("x")})
+    with pytest.raises(ClientError, match=r"Send \[1\] times"):
+        send(make_core(), down, Message("T", b"x"), choose=pick)
+    with pytest.raises(ClientError, match="select message queue return null"):
+        send(make_core(), World(ROUTES), Message("T", b"x"), choose=lambda queues: None)
+    with pytest.raises(ClientError, match=r"The broker\[z\] not exist"):
+        send(make_core(), World(ROUTES), Message("T", b"x"),
+             choose=lambda queues: MessageQueue("T", "z", 0))
 
 
 # ---------------------------------------------------------------- latency fault tolerance

@@ -132,6 +132,11 @@ def test_blocking_producer_sends_every_kind(cluster):
             record(cluster, [message], None)
         delayed = messages("delayed", 1, delay_level=1)
         record(cluster, delayed, producer.send(delayed[0]))
+        by_arg = lambda queues, message, arg: queues[arg % len(queues)]  # noqa: E731
+        for i, message in enumerate(messages("ordered", 5)):
+            result = producer.send(message, selector=by_arg, arg=i)
+            assert result.queue.queue_id == i % 4  # broker-a's queues 0..3 come first
+            record(cluster, [message], result)
         auto = messages("auto", 1, topic=AUTO_TOPIC)
         record(cluster, auto, producer.send(auto[0]))
         assert {r.queue.broker_name for _, r in cluster.sent.values() if r} == set(BROKERS)
@@ -152,6 +157,11 @@ def test_twisted_producer_sends_every_kind(cluster):
                 record(cluster, [message], result)
             batch = messages("tx-batch", 3)
             record(cluster, batch, await producer.send_batch(batch))
+            ordered = messages("tx-ordered", 3)
+            for message in ordered:
+                result = await producer.send(message, selector=lambda queues, m, arg: queues[-1])
+                assert result.queue.broker_name == "broker-b" and result.queue.queue_id == 3
+                record(cluster, [message], result)
             oneway = messages("tx-oneway", 2)
             for message in oneway:
                 await producer.send_oneway(message)
@@ -209,5 +219,6 @@ def test_the_java_consumer_reads_back_everything_intact(cluster):
         assert {k: item["properties"].get(k) for k in message.properties} == message.properties
         if send_result is not None:
             assert item["msgId"] in send_result.msg_id.split(",")
+            assert item["queueId"] == send_result.queue.queue_id
         if message.delay_level:  # level 1: stored again 1 s after it was born
             assert item["storeTimestamp"] - item["bornTimestamp"] >= 900
