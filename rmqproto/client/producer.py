@@ -1,0 +1,302 @@
+"""The producer's rules, without I/O (``DefaultMQProducerImpl#sendDefaultImpl`` /
+``sendKernelImpl``, ``MQClientAPIImpl#processSendResponse`` and ``onExceptionImpl``).
+
+A call is a generator: it yields :class:`Call` (a request to send to an address, with a
+timeout) and is sent back a :class:`Reply` (the response, or the transport's error, and
+the time it came). The transports in :mod:`~rmqproto.client.blocking` and
+:mod:`~rmqproto.client.deferred` only run these generators; every rule is here.
+
+Retries as Java: a sync send tries ``1 + retryTimesWhenSendFailed`` times within
+``sendMsgTimeout``, after a transport error, after the broker codes of
+:data:`RETRY_CODES` and, with ``retryAnotherBrokerWhenNotStoreOK``, after a status other
+than SEND_OK; an async send retries transport errors ``retryTimesWhenSendAsyncFailed``
+times; a oneway send is tried once. Each retry avoids the broker that just failed. Beyond
+Java, a failed attempt refreshes the topic's route before the next one.
+"""
+
+import random
+import zlib
+from collections import namedtuple
+
+from rmqproto.client.errors import BrokerError, ClientError
+from rmqproto.client.fault import QueueSelector
+from rmqproto.client.message import SendResult, SendStatus, UniqueIds, check_message, check_topic
+from rmqproto.client.nameserver import make_strategy
+from rmqproto.client.route import TopicRoute, borrowed_route
+from rmqproto.codec import message as wire
+from rmqproto.codec.bodies.route import TopicRouteData
+from rmqproto.codec.codes import RequestCode, ResponseCode
+from rmqproto.codec.frame import FLAG_ONEWAY, RemotingCommand
+from rmqproto.codec.headers import (
+    GetRouteInfoRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader)
+
+#: A request the transport is to make; ``timeout_ms`` is what is left of the call's time.
+Call = namedtuple("Call", "address request timeout_ms oneway")
+#: What became of a :class:`Call`: ``response`` or ``error`` (a transport error), at ``now`` (ms).
+Reply = namedtuple("Reply", "response error now")
+
+SYNC, ASYNC, ONEWAY = "sync", "async", "oneway"
+_RETRIES = {SYNC: "retryTimesWhenSendFailed", ASYNC: "retryTimesWhenSendAsyncFailed"}
+#: Broker codes after which a sync send tries again (``sendDefaultImpl``).
+RETRY_CODES = frozenset((
+    ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR,
+    ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID, ResponseCode.NOT_IN_CURRENT_UNIT))
+_STATUS = {ResponseCode.SUCCESS: SendStatus.SEND_OK,
+           ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+           ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+           ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE}
+#: ``rocketmq.message.compressLevel``'s default.
+COMPRESS_LEVEL = 5
+#: The client's language on the wire (``LanguageCode.PYTHON``).
+LANGUAGE = "PYTHON"
+#: How long a NameServer request may take (``MQClientInstance``'s 3 s).
+NAMESRV_TIMEOUT_MS = 3000
+
+#: One send made ready: the request parts that do not depend on the queue.
+Outgoing = namedtuple("Outgoing", "topic code body sys_flag flag properties batch msg_id")
+
+
+def run(steps, perform):
+    """Run the generator ``steps`` of a core call with ``perform(call) -> Reply`` (which
+    blocks); the call's return value."""
+    reply = None
+    while True:
+        try:
+            call = steps.send(reply)
+        except StopIteration as done:
+            return done.value
+        reply = perform(call)
+
+
+def selecting(selector, message, arg):
+    """The ``choose`` of :meth:`ProducerCore.send` for a ``MessageQueueSelector``-like
+    ``selector(queues, message, arg) -> MessageQueue`` (``None`` without a selector)."""
+    if selector is None:
+        return None
+    return lambda queues: selector(list(queues), message, arg)
+
+
+def route_request(topic):
+    """GET_ROUTEINFO_BY_TOPIC for ``topic``."""
+    return RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC, language=LANGUAGE,
+                           ext_fields=GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
+
+
+def parse_send_answer(response, queue, msg_id, address):
+    """``processSendResponse``: the :class:`SendResult` of a send's ``response``; a
+    :class:`BrokerError` for any code but SUCCESS and the flush/slave timeouts."""
+    status = _STATUS.get(response.code)
+    if status is None:
+        raise BrokerError(response.code, response.remark, address)
+    header = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
+    ext = response.ext_fields or {}
+    return SendResult(status, msg_id, header.msg_id, queue._replace(queue_id=header.queue_id),
+                      header.queue_offset, header.transaction_id,
+                      ext.get(wire.PROPERTY_MSG_REGION) or "DefaultRegion",
+                      ext.get(wire.PROPERTY_TRACE_SWITCH) != "false")
+
+
+class ProducerCore:
+    """One producer's state: its settings, NameServer strategy, routes, queue selector and
+    message ids. ``rng`` and ``ids`` are given by tests; the transports pass their own."""
+
+    def __init__(self, config, rng=None, ids=None):
+        self.config = config
+        rng = rng or random.Random()
+        self.nameservers = make_strategy(config.nameServerStrategy, config.namesrv_list, rng)
+        self.selector = QueueSelector(rng, config.sendLatencyFaultEnable)
+        self.ids = ids or UniqueIds(salt=rng.getrandbits(32))
+        self.routes = {}  # topic -> (TopicRoute, when fetched)
+        self.stale = set()  # topics whose route is fetched again before the next use
+        self.route_fetches = 0  # routes stored so far: a transport prunes connections when it moves
+
+    # ------------------------------------------------------------ NameServer and routes
+
+    def ask_nameserver(self, request, now):
+        """Generator: send ``request`` to the NameServer the strategy picks, and to the
+        next ones while they fail; returns ``(response, now)``."""
+        error = None
+        for _ in self.nameservers.addresses:
+            address = self.nameservers.choose(now)
+            self.nameservers.begin(address, now)
+            reply = yield Call(address, request, NAMESRV_TIMEOUT_MS, False)
+            now = reply.now
+            self.nameservers.end(address, reply.error is None, now)
+            if reply.error is None:
+                return reply.response, now
+            error = reply.error
+        raise ClientError("no NameServer answered (%s)" % error) from error
+
+    def _fetch_route(self, topic, now):
+        answer, now = yield from self.ask_nameserver(route_request(topic), now)
+        if answer.code == ResponseCode.SUCCESS:
+            return TopicRouteData.from_json(answer.body), now
+        if answer.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None, now
+        raise BrokerError(answer.code, answer.remark)
+
+    def route(self, topic, now):
+        """Generator: ``(TopicRoute, now)`` of ``topic`` (``tryToFindTopicPublishInfo``).
+
+        Fetched when unknown, older than ``pollNameServerInterval`` or marked stale by a
+        failed send; a topic the NameServer does not know borrows the auto-create topic's
+        route. When no NameServer answers (or the answer has no writable queue), the route
+        already known is kept for another ``pollNameServerInterval``.
+        """
+        known = self.routes.get(topic)
+        if (known is not None and topic not in self.stale
+                and now - known[1] < self.config.pollNameServerInterval):
+            return known[0], now
+        try:
+            data, now = yield from self._fetch_route(topic, now)
+            if data is None and known is None and topic != self.config.createTopicKey:
+                default, now = yield from self._fetch_route(self.config.createTopicKey, now)
+                if default is not None:
+                    data = borrowed_route(default, self.config.defaultTopicQueueNums)
+        except ClientError:
+            if known is None:
+                raise
+            data = None
+        fresh = TopicRoute(topic, data) if data is not None else None
+        if fresh is not None and (fresh.queues or known is None):
+            known = (fresh, now)
+            self.route_fetches += 1
+        elif known is not None:  # kept: asked again after pollNameServerInterval, not at every send
+            known = (known[0], now)
+        if known is None or not known[0].queues:
+            raise ClientError("No route info of this topic: %s" % topic)
+        self.routes[topic] = known
+        self.stale.discard(topic)
+        return known[0], now
+
+    def refresh_routes(self, now):
+        """Generator: fetch again the route of every topic held (Java's timer of
+        ``pollNameServerInterval``); a topic whose lookup fails keeps the route it had."""
+        for topic in list(self.routes):
+            self.stale.add(topic)
+            try:
+                _, now = yield from self.route(topic, now)
+            except ClientError:
+                pass
+
+    def live_addresses(self):
+        """The NameServers and every broker address of the routes held; connections to
+        other addresses can go (``cleanOfflineBroker``)."""
+        return {address for route, _ in self.routes.values()
+                for addrs in route.addresses.values() for address in addrs.values()
+                } | set(self.nameservers.addresses)
+
+    # ------------------------------------------------------------ building sends
+
+    def prepare(self, message, now):
+        """One message made ready: checked, ``UNIQ_KEY`` set, body compressed from
+        ``compressMsgBodyOverHowmuch`` bytes on (ZLIB level 5, the COMPRESSED sysFlag)."""
+        check_message(message, self.config.maxMessageSize)
+        msg_id = self.ids.next_id(now)
+        properties = message.wire_properties()
+        properties[wire.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = msg_id
+        body, sys_flag = message.body, 0
+        if len(body) >= self.config.compressMsgBodyOverHowmuch:
+            body, sys_flag = zlib.compress(body, COMPRESS_LEVEL), wire.COMPRESSED_FLAG
+        return Outgoing(message.topic, RequestCode.SEND_MESSAGE_V2, body, sys_flag, message.flag,
+                        properties, False, msg_id)
+
+    def prepare_batch(self, messages, now):
+        """A batch made ready (``DefaultMQProducer#batch``, ``MessageBatch``): one topic, no
+        delay level, each message with its own ``UNIQ_KEY``; never compressed."""
+        messages = list(messages)
+        if not messages:
+            raise ClientError("a batch needs at least one message")
+        topic = messages[0].topic
+        items, ids = [], []
+        for message in messages:
+            check_message(message, self.config.maxMessageSize)
+            if message.topic != topic:
+                raise ClientError("The topic of the messages in one batch should be the same")
+            if message.delay_level:
+                raise ClientError("TimeDelayLevel is not supported for batching")
+            properties = message.wire_properties()
+            ids.append(self.ids.next_id(now))
+            properties[wire.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = ids[-1]
+            items.append(wire.Message(message.body, properties, message.flag))
+        body = wire.encode_batch(items)
+        if len(body) > self.config.maxMessageSize:
+            raise ClientError("the message body size over max value, MAX: %d"
+                              % self.config.maxMessageSize)
+        return Outgoing(topic, RequestCode.SEND_BATCH_MESSAGE, body, 0, 0,
+                        {wire.PROPERTY_WAIT_STORE_MSG_OK: "true"}, True, ",".join(ids))
+
+    def build_request(self, outgoing, queue, now):
+        """The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE request of ``outgoing`` to ``queue``."""
+        header = SendMessageRequestHeaderV2(
+            producer_group=self.config.producerGroup, topic=outgoing.topic,
+            default_topic=self.config.createTopicKey,
+            default_topic_queue_nums=self.config.defaultTopicQueueNums, queue_id=queue.queue_id,
+            sys_flag=outgoing.sys_flag, born_timestamp=now, flag=outgoing.flag,
+            properties=wire.properties_to_string(outgoing.properties), reconsume_times=0,
+            unit_mode=False, batch=outgoing.batch, broker_name=queue.broker_name)
+        return RemotingCommand(outgoing.code, language=LANGUAGE, ext_fields=header.to_ext_fields(),
+                               body=outgoing.body)
+
+    # ------------------------------------------------------------ sending
+
+    def send(self, outgoing, mode, now, choose=None):
+        """Generator: send ``outgoing`` (from :meth:`prepare` / :meth:`prepare_batch`) with the
+        retry rules of ``mode`` (:data:`SYNC`, :data:`ASYNC`, :data:`ONEWAY`); returns the
+        :class:`SendResult` (``None`` for oneway) or raises :class:`ClientError`.
+
+        ``choose(queues)`` (see :func:`selecting`) picks the queue instead of the built-in
+        selection; such a send is tried once (``sendSelectImpl``).
+        """
+        check_topic(outgoing.topic)
+        start, timeout = now, self.config.sendMsgTimeout
+        route, now = yield from self.route(outgoing.topic, now)
+        retries = getattr(self.config, _RETRIES[mode]) if mode in _RETRIES and not choose else 0
+        last_broker = result = error = None
+        for attempt in range(1 + retries):
+            if attempt and outgoing.topic in self.stale:
+                route, now = yield from self.route(outgoing.topic, now)
+            queue = choose(route.queues) if choose else self.selector.select(route, last_broker, now)
+            if queue is None:
+                raise ClientError("select message queue return null.")
+            last_broker = queue.broker_name
+            address = route.master(queue.broker_name)
+            if address is None:
+                raise ClientError("The broker[%s] not exist" % queue.broker_name)
+            if now - start >= timeout:
+                error = ClientError("sendDefaultImpl call timeout")
+                break
+            request = self.build_request(outgoing, queue, now)
+            if mode == ONEWAY:
+                request.flag |= FLAG_ONEWAY
+            reply = yield Call(address, request, timeout - (now - start), mode == ONEWAY)
+            latency, now = reply.now - now, reply.now
+            if reply.error is not None:
+                self._failed(outgoing.topic, queue, latency, now)
+                error = reply.error
+                continue
+            if mode == ONEWAY:
+                return None
+            try:
+                result = parse_send_answer(reply.response, queue, outgoing.msg_id, address)
+            except BrokerError as exc:
+                self._failed(outgoing.topic, queue, latency, now)
+                error = exc
+                if mode == SYNC and exc.code in RETRY_CODES:
+                    continue
+                if result is not None:
+                    return result
+                raise
+            self.selector.update_fault(queue.broker_name, latency, False, now)
+            if (mode == SYNC and result.status != SendStatus.SEND_OK
+                    and self.config.retryAnotherBrokerWhenNotStoreOK):
+                continue
+            return result
+        if result is not None:
+            return result
+        raise ClientError("Send [%d] times, still failed, cost [%d]ms, Topic: %s: %s" % (
+            attempt + 1, now - start, outgoing.topic, error)) from error
+
+    def _failed(self, topic, queue, latency, now):
+        self.selector.update_fault(queue.broker_name, latency, True, now)
+        self.stale.add(topic)
