@@ -250,10 +250,13 @@ class HAMasterService(service.Service):
         now = int(self.reactor.seconds() * 1000)  # now(), without the call: every ack
         outcome = self.table.report(connection, offset, now, max_offset,
                                     store.get_min_phy_offset)
-        if outcome.kind is ReportKind.BEYOND_MAX:
-            connection.close("slave offset %d greater than local commitLog offset %d"
-                             % (offset, max_offset))
+        refused = _REFUSALS.get(outcome.kind)
+        if refused is not None:
+            connection.close(refused % {"offset": offset, "max": max_offset,
+                                        "sent": connection.replica.transfer_from_where})
             return
+        if outcome.regressed is not None:
+            self._warn_regressed(connection, offset, outcome.regressed, now)
         for stale in outcome.retired:
             stale.close("retired: %s of the same host reported and this one is silent"
                         % connection.addr)
@@ -268,6 +271,16 @@ class HAMasterService(service.Service):
             connection.pump()
         self._answer_acks()
 
+    def _warn_regressed(self, connection, offset, previous, now):
+        """A report below the connection's previous one, logged at most once per
+        :data:`~rmqproto.ha.replicas.REPEATED_WARNING_INTERVAL` per connection."""
+        allowed, held_back = connection.replica.warnings.allow("regressed", now)
+        if allowed:
+            log.warn("slave[{addr}] reported offset {offset}, below its previous report "
+                     "{previous} ({held_back} more such reports since the last warning)",
+                     addr=connection.addr, offset=offset, previous=previous,
+                     held_back=held_back)
+
     def skip_removed_data(self, replica):
         """When retention removed the data at the replica's next offset, go on from the
         oldest kept offset (logged) instead of waiting forever for data that is gone; True
@@ -278,7 +291,7 @@ class HAMasterService(service.Service):
         log.warn("slave[{addr}] needs offset {offset}, below the oldest kept commit-log "
                  "offset {oldest}: sending from {oldest}", addr=replica.addr,
                  offset=replica.transfer_from_where, oldest=oldest)
-        replica.transfer_from_where = oldest
+        replica.transfer_from_where = replica.transfer_start = oldest
         return True
 
     def _on_appended(self):
@@ -374,6 +387,15 @@ class HAMasterService(service.Service):
                      addr=replica.addr, ack=replica.slave_ack_offset,
                      lag=max_offset - max(replica.slave_ack_offset, 0),
                      state="live" if self.table.is_live(replica, now) else "silent")
+
+
+#: Why a report closes its connection (``ReportKind`` -> message).
+_REFUSALS = {
+    ReportKind.BEYOND_MAX: "slave offset %(offset)d greater than local commitLog offset %(max)d",
+    ReportKind.BEYOND_SENT: "slave acks offset %(offset)d but was sent only up to %(sent)d: "
+                            "a forged acknowledgement",
+    ReportKind.NEGATIVE: "negative slave offset %(offset)d",
+}
 
 
 def _answer(waits, status):
