@@ -16,19 +16,21 @@ See docs/ha.md for the rules and where they differ from Java.
 
 from twisted.application import service
 from twisted.internet import defer, protocol, task
-from twisted.internet.interfaces import IPushProducer
+from twisted.internet.interfaces import IHandshakeListener, IPushProducer, ISSLTransport
 from twisted.logger import Logger
 from zope.interface import implementer
 
 from rmqproto.codec.ha import TRANSFER_HEADER, SlaveReportReader
+from rmqproto.config.allowlist import AllowList
+from rmqproto.ha.tls import TLS_RECORD_HANDSHAKE, tls_factory, tls_options
 from rmqproto.ha.replicas import ReplicaTable, ReportKind
 from rmqproto.ha.transfer import GroupTransferWaits
 from rmqproto.remoting.protocol import gathered_writes
 from rmqproto.remoting.sendnow import send_now
 from rmqproto.store.results import PutMessageStatus
 
-__all__ = ["HAMasterConnection", "HAMasterFactory", "HAMasterService", "TICK_SECONDS",
-           "DIFF_LOG_SECONDS"]
+__all__ = ["HAMasterConnection", "HAMasterFactory", "HAMasterService", "TLSOrPlain",
+           "TICK_SECONDS", "DIFF_LOG_SECONDS"]
 
 log = Logger()
 
@@ -41,9 +43,10 @@ DIFF_LOG_FIRST_SECONDS = 10.0
 DIFF_LOG_SECONDS = 60.0
 
 
-@implementer(IPushProducer)
+@implementer(IPushProducer, IHandshakeListener)
 class HAMasterConnection(protocol.Protocol):
-    """One slave's HA connection; registered with the service before any of its I/O."""
+    """One slave's HA connection; registered with the service before any of its I/O (on
+    TLS, once the handshake has verified the slave's certificate)."""
 
     def __init__(self, ha):
         self.ha = ha
@@ -61,6 +64,13 @@ class HAMasterConnection(protocol.Protocol):
     # -- Protocol
 
     def connectionMade(self):
+        if not ISSLTransport.providedBy(self.transport):
+            self._start()
+
+    def handshakeCompleted(self):
+        self._start()
+
+    def _start(self):
         peer = self.transport.getPeer()
         self.replica = self.ha.register(self, "%s:%s" % (peer.host, peer.port))
         self.last_write = self.ha.now()
@@ -79,6 +89,9 @@ class HAMasterConnection(protocol.Protocol):
             self.ha.on_report(self, offset)
 
     def connectionLost(self, reason=None):
+        if self.replica is None and not self.closed:  # TLS: the handshake did not complete
+            self.ha.refuse(self.transport.getPeer(), "TLS handshake failed: %s"
+                           % (reason.getErrorMessage() if reason is not None else "closed"))
         self._stop()
         self.ha.unregister(self)
 
@@ -159,15 +172,75 @@ class HAMasterConnection(protocol.Protocol):
 
 
 class HAMasterFactory(protocol.Factory):
-    """Builds :class:`HAMasterConnection` for ``ha`` (an :class:`HAMasterService`)."""
+    """Builds :class:`HAMasterConnection` for ``ha`` (an :class:`HAMasterService`) for the
+    peers ``haSlaveAllowList`` allows; with ``haTlsEnable``, a :class:`TLSOrPlain` that
+    picks TLS or plain TCP by the peer's first byte."""
 
     noisy = False
 
     def __init__(self, ha):
         self.ha = ha
+        config = ha.config
+        self.allow_list = AllowList(config.get("haSlaveAllowList", ""))
+        self.tls = None
+        if config.get("haTlsEnable"):
+            self.tls = tls_factory(tls_options(config), False,
+                                   protocol.Factory.forProtocol(HAMasterConnection, ha))
 
     def buildProtocol(self, addr):
-        return HAMasterConnection(self.ha)
+        if addr is not None and not self.allow_list.allows(addr.host):
+            self.ha.refuse(addr, "not in haSlaveAllowList")
+            return None  # Twisted closes the connection
+        if self.tls is None:
+            return HAMasterConnection(self.ha)
+        return TLSOrPlain(self, addr)
+
+
+class TLSOrPlain(protocol.Protocol):
+    """A connection to the HA port with ``haTlsEnable``: a TLS ClientHello goes to TLS (the
+    slave's certificate must chain to ``haTlsTrustCertPath``), plain TCP (a Java slave) is
+    accepted only from a non-empty ``haSlaveAllowList``. A peer that neither sends a byte
+    nor completes the handshake within ``haHousekeepingInterval`` is closed."""
+
+    def __init__(self, factory, addr):
+        self.factory = factory
+        self.addr = addr
+        self.inner = None
+        self._deadline = None
+
+    def connectionMade(self):
+        ha = self.factory.ha
+        self._deadline = ha.reactor.callLater(ha.config["haHousekeepingInterval"] / 1000.0,
+                                              self._too_slow)
+
+    def _too_slow(self):
+        self._deadline = None
+        connection = getattr(self.inner, "wrappedProtocol", self.inner)
+        if connection is None or connection.replica is None:
+            self.factory.ha.refuse(self.addr, "no TLS handshake within haHousekeepingInterval")
+            self.inner = None
+            self.transport.abortConnection()
+
+    def dataReceived(self, data):
+        if self.inner is None:
+            if data[:1] == TLS_RECORD_HANDSHAKE:
+                self.inner = self.factory.tls.buildProtocol(self.addr)
+            elif self.factory.allow_list:
+                self.inner = HAMasterConnection(self.factory.ha)
+            else:
+                self.factory.ha.refuse(self.addr, "plain TCP while haTlsEnable is set and "
+                                                  "haSlaveAllowList is empty")
+                self.transport.abortConnection()
+                return
+            self.inner.makeConnection(self.transport)
+        self.inner.dataReceived(data)
+
+    def connectionLost(self, reason=protocol.connectionDone):
+        if self._deadline is not None and self._deadline.active():
+            self._deadline.cancel()
+        self._deadline = None
+        if self.inner is not None:
+            self.inner.connectionLost(reason)
 
 
 class HAMasterService(service.Service):
@@ -239,6 +312,11 @@ class HAMasterService(service.Service):
     def register(self, connection, addr):
         log.info("HAService receive new connection, {addr}", addr=addr)
         return self.table.register(connection, addr, self.now())
+
+    def refuse(self, addr, why):
+        """The one log line of a peer the HA port does not serve (its connection is closed)."""
+        log.warn("HA port refuses {addr}: {why}",
+                 addr="%s:%s" % (addr.host, addr.port) if addr is not None else "?", why=why)
 
     def unregister(self, connection):
         if self.table.unregister(connection) is not None:

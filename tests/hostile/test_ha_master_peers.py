@@ -95,3 +95,29 @@ def test_a_regressing_report_is_taken_as_java_takes_it_and_warned_once_per_inter
         slave.report(100)
     [line] = warnings(events)
     assert (line["offset"], line["previous"], line["held_back"]) == (200, 400, 999)
+
+
+# ---------------------------------------------------------------- haSlaveAllowList
+
+
+def test_peers_outside_the_allow_list_are_refused_with_one_line():
+    ha, _, store = make_service(haSlaveAllowList="10.0.0.5, 192.168.0.0/16")
+    store.append(data(900))
+    with capturedLogs() as events:
+        intruder = Slave(ha, host="10.0.0.6")
+    assert intruder.conn is None and intruder.transport.disconnecting
+    assert len(ha.table) == 0
+    [line] = warnings(events)
+    assert line["addr"] == "10.0.0.6:40000" and "haSlaveAllowList" in line["why"]
+    for host in ("10.0.0.5", "192.168.7.9"):
+        slave = Slave(ha, host=host)
+        slave.report(100)
+        assert slave.transport.value() and not slave.closed
+
+
+def test_without_an_allow_list_anyone_may_connect_as_in_java():
+    ha, _, store = make_service()
+    store.append(data(900))
+    slave = Slave(ha, host="203.0.113.9")
+    slave.report(100)
+    assert slave.transport.value()

@@ -74,7 +74,10 @@ class Slave:
 
     def __init__(self, ha, host="10.0.0.5", port=40000):
         self.transport = StringTransport(peerAddress=IPv4Address("TCP", host, port))
-        self.conn = ha.factory.buildProtocol(None)
+        self.conn = ha.factory.buildProtocol(self.transport.getPeer())
+        if self.conn is None:  # refused: Twisted would close the connection
+            self.transport.loseConnection()
+            return
         self.conn.makeConnection(self.transport)
         self.reader = TransferReader()
 
