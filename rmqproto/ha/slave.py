@@ -162,6 +162,8 @@ class HAClientConnector:
             "heartbeat_ms": max(1, round(self.client.heartbeat_interval * 1000)),
             "header": header, "body_remaining": remaining,
         }
+        if self.client.checking:
+            arguments.update(checked=self.client.checked, check_crc=True)
         transport.stopReading()
         self._receive = receiver.ReceiveThread(self.reactor, receiver.new_loop(arguments),
                                                self._received, self._receive_ended)
@@ -179,9 +181,13 @@ class HAClientConnector:
                                                 self._now()))
 
     def _receive_ended(self, outcome, leftover, error):
-        self._receive = None
+        receive, self._receive = self._receive, None
         proto = self.protocol
         if proto is None:
+            return
+        if outcome == "bad record":
+            offset, why = receive.refusal
+            self._run(self.client.receiver_refused(offset, why, self._now()))
             return
         if outcome == "failed":
             log.warn("HA receive thread: the connection to master {address} failed: {error}",

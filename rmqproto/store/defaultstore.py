@@ -733,6 +733,17 @@ class DefaultMessageStore:
     def dispatch_behind_bytes(self):
         return self.reput.behind
 
+    def truncate_replicated(self, offset):
+        """HA slave: drop the replicated bytes from ``offset`` (the end of the last record
+        the HA client checked, at most the max offset) to the end, zeroed: they were never
+        acknowledged nor dispatched (the reput dispatches whole records only, and the
+        client checks them first). False when ``offset`` is not in the commit log."""
+        end = self.get_max_phy_offset()
+        if self.is_shutdown or not self.commit_log.min_offset <= offset <= end:
+            return False
+        self.commit_log.queue.truncate_dirty_files(offset, zero_limit=end - offset)
+        return True
+
     def reset_commit_log(self, start_offset):
         """HA slave recovery: discard the commit log and the consume queues and continue
         with an empty segment at ``start_offset`` (a segment start); False otherwise.

@@ -53,7 +53,7 @@ class Slave:
         self.store = DefaultMessageStore(apply_startup_rules(values), reactor)
         self.store.load()
         self.store.start()
-        self.client = HAClient(self.store, values)
+        self.client = HAClient(self.store, values, check_records=False)  # arbitrary bytes
         self.connector = HAClientConnector(self.client, reactor, receive_thread)
         self.factory = protocol.Factory.forProtocol(Master)
         self.factory.connections = []
