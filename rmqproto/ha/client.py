@@ -16,7 +16,10 @@ Differences from Java, on purpose:
 * reconnecting waits 1 s, doubling after each failed attempt up to 5 s (Java: always 5 s);
 * a transfer starting at a segment-start offset ahead of the slave's max offset (a master
   that no longer keeps the slave's position restarting it at its oldest file) re-seeds
-  the slave's store there, logged as an error (Java: the slave is stuck forever);
+  the slave's store there when the master is the operator's ``haMasterAddress``: the old
+  commit log and consume queues are moved aside, never deleted, and where is logged
+  (Java: the slave is stuck forever); from a master learned from a NameServer it is a
+  mismatch;
 * the records received are checked before they are acknowledged
   (:func:`~rmqproto.ha.framing.check_records`): after the first report (the request, the
   store's max offset) every report is the end of the last whole record that passed; a
@@ -68,6 +71,9 @@ class HAClient:
         self.checked = None
         self.file_size = config["mappedFileSizeCommitLog"]
         self.heartbeat_interval = config["haSendHeartbeatInterval"] / 1000.0
+        configured = config.get("haMasterAddress") or ""
+        #: the operator's ``haMasterAddress`` (Java's rule: used when 6 characters or more)
+        self.configured_master = configured if len(configured) >= 6 else None
         self.housekeeping_interval = config["haHousekeepingInterval"] / 1000.0
         self.state = HAConnectionState.READY
         self.master_ha_address = None
@@ -241,19 +247,33 @@ class HAClient:
             self.checked = piece.offset  # an empty slave starts where the master says
         if slave_offset != 0 and slave_offset != piece.offset:
             if piece.offset > slave_offset and piece.offset % self.file_size == 0:
-                log.error("master sends from {master}, the start of a commit-log file ahead of "
-                          "this slave's max offset {slave}: discarding the slave's commit log "
-                          "and consume queues to continue at {master}",
-                          master=piece.offset, slave=slave_offset)
-                if not self.store.reset_commit_log(piece.offset):
-                    return self._close("cannot restart the commit log at %d" % piece.offset, now)
-                self.checked = piece.offset
+                refused = self._reseed(piece.offset, slave_offset, now)
+                if refused:
+                    return refused
             else:
                 return self._close("master pushed offset not equal the max phy offset in slave, "
                                    "SLAVE: %d MASTER: %d" % (slave_offset, piece.offset), now)
         if piece.data and not self.store.append_to_commit_log(piece.offset, piece.data):
             return self._close("cannot append %d bytes at %d (slave max offset %d)"
                                % (len(piece.data), piece.offset, slave_offset), now)
+        return None
+
+    def _reseed(self, offset, slave_offset, now):
+        """The master restarts this slave at ``offset``, a segment start ahead of it: only
+        the operator's ``haMasterAddress`` may, and the old files are moved aside."""
+        if self.master_ha_address != self.configured_master:
+            return self._close("master sends from %d, the start of a commit-log file ahead of "
+                               "this slave's max offset %d; only the master named by "
+                               "haMasterAddress may re-seed a slave, so the store is left as "
+                               "it is" % (offset, slave_offset), now)
+        moved = self.store.reset_commit_log(offset)
+        if not moved:
+            return self._close("cannot restart the commit log at %d" % offset, now)
+        log.error("master sends from {master}, the start of a commit-log file ahead of this "
+                  "slave's max offset {slave}: the slave's commit log and consume queues were "
+                  "moved aside to {moved}, replication continues at {master}",
+                  master=offset, slave=slave_offset, moved=", ".join(moved))
+        self.checked = offset
         return None
 
     # ------------------------------------------------------------ a receive thread

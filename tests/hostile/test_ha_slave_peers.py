@@ -1,10 +1,11 @@
-"""Hostile masters against our slave (issue 43, failure 4): bytes that are not records,
+"""Hostile masters against our slave (issue 43, failures 4 and 5): bytes that are not records,
 records whose lengths or BODYCRC do not hold, pushed at exactly the slave's offset. The
 slave checks before it acknowledges, cuts the commit log back to the last good record
 (zeroing what it wrote after it), logs why, reconnects, and its consume queues keep
-up with the good records. Real TCP on a real reactor, with and without the receive
-thread."""
+up with the good records; and a header ahead that would have re-seeded (erased) the
+store. Real TCP on a real reactor, with and without the receive thread."""
 
+import os
 import random
 
 import pytest
@@ -13,7 +14,7 @@ from twisted.logger import LogLevel, capturedLogs
 from rmqproto.codec.ha import encode_transfer
 
 from support.recordstream import record, records
-from support.scriptedmaster import MODES, until, with_slave
+from support.scriptedmaster import MODES, SEGMENT, until, with_slave
 
 GOOD = records(20)
 TOPIC = "TopicTest"
@@ -97,3 +98,32 @@ def test_records_split_anywhere_are_acknowledged_once_whole(tmp_path, receive_th
         assert not master.closed
 
     with_slave(tmp_path, receive_thread, steps)
+
+
+# ---------------------------------------------------------------- failure 5
+
+
+def test_one_header_ahead_does_not_erase_the_store(tmp_path):
+    """A transfer header at a segment start far ahead, from a master this slave found
+    through its NameServer (not ``haMasterAddress``): the store stays as it is."""
+    def steps(reactor, slave):
+        master = yield slave.connect()
+        master.transport.write(encode_transfer(0, GOOD))
+        yield until(reactor, lambda: master.reports[-1] == len(GOOD))
+        root = slave.store.paths["root"]
+        before = sorted(os.listdir(root)), sorted(os.listdir(slave.store.paths["commitlog"]))
+        with capturedLogs() as events:
+            master.transport.write(encode_transfer(10 * SEGMENT, record()))
+            yield until(reactor, lambda: master.closed)
+        assert (sorted(os.listdir(root)), sorted(os.listdir(slave.store.paths["commitlog"]))) \
+            == before
+        assert slave.store.get_max_phy_offset() == len(GOOD)
+        assert slave.store.get_min_phy_offset() == 0
+        [line] = [e for e in events if "only the master named by haMasterAddress"
+                  in e.get("reason", "")]
+        assert line["log_level"] == LogLevel.error
+        yield until(reactor, lambda: len(slave.factory.connections) == 2
+                    and slave.factory.connections[1].reports)
+        assert slave.factory.connections[1].reports == [len(GOOD)]
+
+    with_slave(tmp_path, True, steps)
