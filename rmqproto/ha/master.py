@@ -184,8 +184,7 @@ class HAMasterFactory(protocol.Factory):
         self.allow_list = AllowList(config.get("haSlaveAllowList", ""))
         self.tls = None
         if config.get("haTlsEnable"):
-            self.tls = tls_factory(tls_options(config), False,
-                                   protocol.Factory.forProtocol(HAMasterConnection, ha))
+            self.tls = tls_factory(tls_options(config), False, _Connections(ha), ha.reactor)
 
     def buildProtocol(self, addr):
         if addr is not None and not self.allow_list.allows(addr.host):
@@ -194,6 +193,18 @@ class HAMasterFactory(protocol.Factory):
         if self.tls is None:
             return HAMasterConnection(self.ha)
         return TLSOrPlain(self, addr)
+
+
+class _Connections(protocol.Factory):
+    """:class:`HAMasterConnection` for every peer (the allow-list is checked before)."""
+
+    noisy = False
+
+    def __init__(self, ha):
+        self.ha = ha
+
+    def buildProtocol(self, addr):
+        return HAMasterConnection(self.ha)
 
 
 class TLSOrPlain(protocol.Protocol):

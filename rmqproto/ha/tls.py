@@ -20,10 +20,11 @@ __all__ = ["TLS_RECORD_HANDSHAKE", "tls_options", "tls_factory"]
 TLS_RECORD_HANDSHAKE = b"\x16"
 
 
+_FILES = ("haTlsCertPath", "haTlsKeyPath", "haTlsTrustCertPath")
+
+
 def _read(config, name):
-    path = config.get(name) or ""
-    if not path:
-        raise ConfigError("haTlsEnable needs %s" % name)
+    path = config[name]
     try:
         with open(path, "rb") as f:
             return f.read()
@@ -35,6 +36,9 @@ def tls_options(config):
     """The TLS options of either end from ``config``: this broker's certificate and key,
     peers verified against the trusted CA (a server requires a client certificate).
     Raises ConfigError when a file is missing or not PEM."""
+    for name in _FILES:
+        if not config.get(name):
+            raise ConfigError("haTlsEnable needs %s" % name)
     try:
         own = ssl.PrivateCertificate.loadPEM(_read(config, "haTlsCertPath")
                                              + b"\n" + _read(config, "haTlsKeyPath"))
@@ -47,6 +51,7 @@ def tls_options(config):
                                   trustRoot=ssl.trustRootFromCertificates([trusted]))
 
 
-def tls_factory(options, is_client, factory):
-    """``factory`` wrapped in TLS with ``options`` (:func:`tls_options`)."""
-    return TLSMemoryBIOFactory(options, is_client, factory)
+def tls_factory(options, is_client, factory, reactor):
+    """``factory`` wrapped in TLS with ``options`` (:func:`tls_options`); ``reactor`` times
+    the flushes of small writes."""
+    return TLSMemoryBIOFactory(options, is_client, factory, clock=reactor)

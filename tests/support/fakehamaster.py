@@ -18,10 +18,12 @@ BATCH = 64
 
 
 class FakeHAStore:
-    """The store hooks the HA master uses, over a bytes log cut into FILE-byte segments."""
+    """The store hooks the HA master uses, over a bytes log cut into ``file_size``-byte
+    segments."""
 
-    def __init__(self, reactor):
+    def __init__(self, reactor, file_size=FILE):
         self.reactor = reactor
+        self.file_size = file_size
         self.log = bytearray()
         self.min_offset = 0
         self.replica_waiter = None
@@ -52,7 +54,8 @@ class FakeHAStore:
         self.reads += 1
         if offset < self.min_offset or offset >= len(self.log):
             return b""
-        end = min(len(self.log), offset - offset % FILE + FILE, offset + max_size)
+        size = self.file_size
+        end = min(len(self.log), offset - offset % size + size, offset + max_size)
         return bytes(self.log[offset:end])
 
 
