@@ -229,7 +229,8 @@ class TLSOrPlain(protocol.Protocol):
         connection = getattr(self.inner, "wrappedProtocol", self.inner)
         if connection is None or connection.replica is None:
             self.factory.ha.refuse(self.addr, "no TLS handshake within haHousekeepingInterval")
-            self.inner = None
+            if connection is not None:
+                connection.closed = True  # refused here: its connectionLost says nothing
             self.transport.abortConnection()
 
     def dataReceived(self, data):

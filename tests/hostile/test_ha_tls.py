@@ -163,3 +163,31 @@ def test_missing_certificate_files_are_a_clear_configuration_error(tmp_path):
     with pytest.raises(ConfigError, match="haTlsCertPath: cannot read"):
         tls_options(dict(haTlsCertPath=str(tmp_path / "missing.pem"),
                          haTlsKeyPath="k", haTlsTrustCertPath="t"))
+
+
+def test_a_peer_that_never_completes_the_handshake_is_closed(certs):
+    """A slowloris on the TLS port: one byte of a ClientHello, then nothing."""
+    @defer.inlineCallbacks
+    def scenario(reactor):
+        ha = start_master(reactor, certs, haHousekeepingInterval=300)
+        try:
+            factory = protocol.ClientFactory.forProtocol(Silent)
+            factory.peer = None
+            reactor.connectTCP("127.0.0.1", ha.port, factory)
+            yield until(reactor, lambda: factory.peer is not None and factory.peer.lost)
+            assert len(ha.factory.tls.protocols) == 0
+        finally:
+            yield ha.stopService()
+
+    [line] = refusals(run(scenario))
+    assert "no TLS handshake within haHousekeepingInterval" in line["why"]
+
+
+class Silent(protocol.Protocol):
+    def connectionMade(self):
+        self.factory.peer = self
+        self.lost = False
+        self.transport.write(b"\x16")
+
+    def connectionLost(self, reason):
+        self.lost = True
