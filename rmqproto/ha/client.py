@@ -57,8 +57,8 @@ class HAClient:
     """Replicates the master's commit log into ``store``.
 
     ``store`` provides ``get_max_phy_offset()``, ``append_to_commit_log(offset, data)`` and
-    ``reset_commit_log(offset)``, and to check records ``get_commit_log_data(offset,
-    size)`` and ``truncate_replicated(offset)``; ``config`` gives
+    ``reset_commit_log(offset)``, and to check records ``commit_log_view(offset, size)``
+    and ``truncate_replicated(offset)``; ``config`` gives
     ``mappedFileSizeCommitLog``, ``haSendHeartbeatInterval`` and ``haHousekeepingInterval``
     (ms). ``check_records=False`` appends and acknowledges what arrives unchecked (as Java
     does; tests of the stream's mechanics with arbitrary bytes).
@@ -220,14 +220,16 @@ class HAClient:
         end = store.get_max_phy_offset()
         checked = self.checked
         while checked < end:
-            data = store.get_commit_log_data(checked, end - checked)  # up to a segment end
-            if not data:
+            view = store.commit_log_view(checked, end - checked)  # up to a segment end
+            if view is None:
                 break
-            stop, why = self._walk(data, 0, len(data), checked, self.file_size, True)
+            with view:
+                size = len(view)
+                stop, why = self._walk(view, 0, size, checked, self.file_size, True)
             checked += stop
             if why is not None:
                 return self._refuse(checked, why, now)
-            if stop < len(data):
+            if stop < size:
                 break
         self.checked = checked
         return None

@@ -667,6 +667,12 @@ class DefaultMessageStore:
             return b""
         return self.commit_log.get_data(offset, max_size) or b""
 
+    def commit_log_view(self, offset, max_size):
+        """The written commit-log bytes from ``offset`` to the end of its segment (at most
+        ``max_size``) as a memoryview of the mapping, not a copy (an HA slave checks what it
+        appended there); release it at once (``with``). None when there are none."""
+        return None if self.is_shutdown else self.commit_log.view(offset, max_size)
+
     def append_to_commit_log(self, start_offset, data):
         """Append replicated bytes; they are dispatched in later reactor turns (as Java's
         reput thread does), so the HA client reports the new offset first. As Java's
