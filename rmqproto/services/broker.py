@@ -16,6 +16,7 @@ from rmqproto.codec.codes import RequestCode
 from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
+from rmqproto.ha.tls import tls_options
 from rmqproto.remoting import RemotingFactory
 
 __all__ = ["BrokerService", "Options", "makeService"]
@@ -98,6 +99,8 @@ def makeService(options):
     config = dict(options.values)
     try:
         apply_startup_rules(config)
+        if config["haTlsEnable"]:
+            tls_options(config)  # a missing or bad certificate file: one line, not a traceback
     except ConfigError as exc:
         raise SystemExit(str(exc))
     return BrokerService(config)

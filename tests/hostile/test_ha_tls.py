@@ -191,3 +191,14 @@ class Silent(protocol.Protocol):
 
     def connectionLost(self, reason):
         self.lost = True
+
+
+def test_rmq_slave_with_a_missing_certificate_stops_with_one_line(tmp_path):
+    from rmqproto.services import slave as tap
+    options = tap.Options()
+    options.parseOptions(["--haTlsEnable", "true", "--haTlsCertPath", str(tmp_path / "no.pem"),
+                          "--haTlsKeyPath", "k", "--haTlsTrustCertPath", "t",
+                          "--storePathRootDir", str(tmp_path / "store")])
+    with pytest.raises(SystemExit, match="haTlsCertPath: cannot read .*no.pem"):
+        tap.makeService(options)
+    assert not (tmp_path / "store").exists()
