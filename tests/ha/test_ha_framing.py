@@ -1,15 +1,13 @@
-"""The records a slave checks before acking (``rmqproto/ha/framing.py``) and the C twin
-the receive loop uses (``HAReceiver.check_records``): the same stop and the same verdict
-on whole, cut, mutated and random bytes."""
+"""The records a slave checks before acking (``rmqproto/ha/framing.py``): whole, cut and
+blank-ended segments pass, and what is refused says why. Its C twin is compared with it in
+tests/codec/test_speedups_framing.py."""
 
 import pytest
-from hypothesis import given, strategies as st
 
 from rmqproto.codec.message import encode_blank
 from rmqproto.ha.framing import check_records
 
 from support.recordstream import record, records, segment
-from support.speedups import require_speedups
 
 FILE = 4096
 
@@ -67,33 +65,3 @@ def test_a_record_whose_lengths_disagree_with_totalsize_is_refused():
     one[87] = 11  # body length 10 -> 11
     stop, why = walk(bytes(one))
     assert stop == 0 and why == "topic length 84 does not fit the record"
-
-
-# ---------------------------------------------------------------- the C twin
-
-STREAM = segment(FILE, 60) + records(10, 60, seed=7)
-
-
-@given(st.integers(0, len(STREAM)), st.integers(0, len(STREAM)),
-       st.lists(st.tuples(st.integers(0, len(STREAM) - 1), st.integers(0, 255)), max_size=3),
-       st.booleans())
-def test_the_c_walk_agrees_with_the_python_one(a, b, changes, crc):
-    speedups = require_speedups()
-    data = bytearray(STREAM)
-    for at, value in changes:
-        data[at] = value
-    pos, end = min(a, b), max(a, b)
-    # walks start at record boundaries: the first one at or after pos
-    start = walk(bytes(STREAM), end=pos)[0]
-    end = max(end, start)
-    python = check_records(bytes(data), start, end, start, FILE, crc)
-    c = speedups.HAReceiver.check_records(bytes(data), start, end, start, FILE, crc)
-    assert c[0] == python[0] and (c[1] is None) == (python[1] is None)
-
-
-@given(st.binary(max_size=600), st.booleans())
-def test_the_c_walk_agrees_on_random_bytes(data, crc):
-    speedups = require_speedups()
-    python = check_records(data, 0, len(data), 0, FILE, crc)
-    c = speedups.HAReceiver.check_records(data, 0, len(data), 0, FILE, crc)
-    assert c[0] == python[0] and (c[1] is None) == (python[1] is None)
