@@ -10,6 +10,8 @@
   (the group transfer: :class:`~rmqproto.ha.transfer.GroupTransferWaits` and one timer for
   the earliest deadline), wakes the connections when messages arrive, runs a one-second
   tick (heartbeats, housekeeping) and logs the master/slave offset diff every 60 s.
+* :class:`HAMasterFactory` serves only the peers ``haSlaveAllowList`` allows, and with
+  ``haTlsEnable`` hands each connection to :class:`TLSOrPlain` (docs/security.md, "HA port").
 
 See docs/ha.md for the rules and where they differ from Java.
 """
@@ -22,8 +24,8 @@ from zope.interface import implementer
 
 from rmqproto.codec.ha import TRANSFER_HEADER, SlaveReportReader
 from rmqproto.config.allowlist import AllowList
-from rmqproto.ha.tls import TLS_RECORD_HANDSHAKE, tls_factory, tls_options
 from rmqproto.ha.replicas import ReplicaTable, ReportKind
+from rmqproto.ha.tls import TLS_RECORD_HANDSHAKE, tls_factory, tls_options
 from rmqproto.ha.transfer import GroupTransferWaits
 from rmqproto.remoting.protocol import gathered_writes
 from rmqproto.remoting.sendnow import send_now
