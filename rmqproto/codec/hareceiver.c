@@ -10,6 +10,12 @@
  * the plain case (an offset other than the end, a body that does not fit the segment, a
  * negative size) ends the loop, and the bytes from that header on go back to the Python
  * HA client, which handles them as it handles every read without this loop.
+ *
+ * Given ``checked`` (where the last whole record checked ends), it checks the records it
+ * wrote before it acknowledges them (check_records, the C twin of
+ * rmqproto/ha/framing.py): it reports and publishes only up to the end of the last whole
+ * record that passed, and at a record that does not pass it zeroes what it wrote from
+ * that record on and ends the loop ('bad record', the reason in ``refusal``).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crc32.h"
 #include "hareceiver.h"
 
 #define HEADER_SIZE 12
@@ -44,6 +51,10 @@ typedef struct {
     unsigned char header[HEADER_SIZE];  /* where the stream stands when run() begins */
     int header_length;
     int64_t body_remaining;
+    int check_crc;
+    int64_t checked;                /* the walk's start, -1 when records are not checked */
+    int64_t refused_at;             /* 'bad record': the refused record's offset */
+    const char *refusal;            /* 'bad record': why */
     int started;
     _Atomic int running;            /* run() is in its loop: close() must wait */
     _Atomic int64_t end;            /* the commit-log offset the bytes written reach */
@@ -99,18 +110,19 @@ static int
 receiver_init(Receiver *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"fd", "segment", "segment_from", "end", "reported",
-                             "heartbeat_ms", "header", "body_remaining", NULL};
-    int fd, heartbeat_ms;
+                             "heartbeat_ms", "header", "body_remaining", "checked",
+                             "check_crc", NULL};
+    int fd, heartbeat_ms, check_crc = 0;
     PyObject *segment;
-    long long segment_from, end, reported, body_remaining = 0;
+    long long segment_from, end, reported, body_remaining = 0, checked = -1;
     Py_buffer header = {.buf = NULL, .len = 0};
     if (self->started || self->fd >= 0 || self->has_segment) {
         PyErr_SetString(PyExc_RuntimeError, "HAReceiver cannot be initialized twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iOLLLi|y*L", kwlist, &fd, &segment,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iOLLLi|y*LLp", kwlist, &fd, &segment,
                                      &segment_from, &end, &reported, &heartbeat_ms, &header,
-                                     &body_remaining))
+                                     &body_remaining, &checked, &check_crc))
         return -1;
     Py_ssize_t header_length = header.len;
     if (header.buf != NULL) {
@@ -129,10 +141,11 @@ receiver_init(Receiver *self, PyObject *args, PyObject *kwds)
         return -1;
     self->has_segment = 1;
     if (end < segment_from || end - segment_from > self->segment.len
-            || body_remaining > segment_from + self->segment.len - end) {
-        PyErr_Format(PyExc_ValueError, "end %lld (and a body of %lld bytes to come) is "
-                     "outside the segment [%lld, %lld]", end, body_remaining, segment_from,
-                     segment_from + (long long)self->segment.len);
+            || body_remaining > segment_from + self->segment.len - end
+            || (checked >= 0 && (checked < segment_from || checked > end))) {
+        PyErr_Format(PyExc_ValueError, "end %lld (and a body of %lld bytes to come, checked "
+                     "%lld) is outside the segment [%lld, %lld]", end, body_remaining, checked,
+                     segment_from, segment_from + (long long)self->segment.len);
         release(self);
         return -1;
     }
@@ -147,6 +160,8 @@ receiver_init(Receiver *self, PyObject *args, PyObject *kwds)
     self->heartbeat_ms = heartbeat_ms;
     self->header_length = (int)header_length;
     self->body_remaining = body_remaining;
+    self->checked = checked;
+    self->check_crc = check_crc;
     atomic_store(&self->end, end);
     atomic_store(&self->reported, reported);
     return 0;
@@ -170,7 +185,7 @@ receiver_dealloc(Receiver *self)
 
 /* --------------------------------------------------------------- the loop (no GIL) */
 
-enum outcome { RUNNING, STOPPED, CLOSED, FAILED, HANDED_BACK };
+enum outcome { RUNNING, STOPPED, CLOSED, FAILED, HANDED_BACK, BAD_RECORD };
 
 /* Send all of ``p`` (the socket is non-blocking): RUNNING, STOPPED or FAILED. */
 static enum outcome
@@ -222,6 +237,101 @@ read_be(const unsigned char *p, int n)
     for (int i = 0; i < n; i++)
         value = (value << 8) | p[i];
     return n == 4 ? (int64_t)(int32_t)(uint32_t)value : (int64_t)value;
+}
+
+/* ------------------------------------------------ record checks (rmqproto/ha/framing.py) */
+
+#define MAGIC_V1 ((int32_t)0xDAA320A7)
+#define MAGIC_V2 ((int32_t)0xDAA320AB)
+#define MAGIC_BLANK ((int32_t)0xCBD43194)
+#define MIN_RECORD_LENGTH 91
+#define FIXED_LENGTH 88         /* TOTALSIZE .. the body length, IPv4 hosts */
+#define SYS_FLAG_POSITION 36
+#define BORNHOST_V6_FLAG 0x10
+#define STOREHOSTADDRESS_V6_FLAG 0x20
+
+/* Recovery's framing of the whole record at ``r`` (``total`` bytes, ``magic`` checked),
+ * and its BODYCRC with ``crc``: NULL when it passes, else why not. */
+static const char *
+check_record(const unsigned char *r, int64_t total, int32_t magic, int crc)
+{
+    int32_t sys_flag = (int32_t)read_be(r + SYS_FLAG_POSITION, 4);
+    int64_t pos = FIXED_LENGTH + (sys_flag & BORNHOST_V6_FLAG ? 12 : 0)
+                  + (sys_flag & STOREHOSTADDRESS_V6_FLAG ? 12 : 0);
+    if (pos > total)
+        return "TOTALSIZE too small for the fixed fields";
+    int64_t body_length = read_be(r + pos - 4, 4);
+    if (body_length < 0 || pos + body_length > total)
+        return "body length does not fit the record";
+    int64_t body = pos;
+    pos += body_length;
+    int64_t topic_length;
+    if (magic == MAGIC_V1) {
+        if (pos + 1 > total)
+            return "record ends inside the topic length";
+        topic_length = r[pos];
+        if (topic_length > 127)
+            return "negative topic length";
+        pos += 1;
+    }
+    else {
+        if (pos + 2 > total)
+            return "record ends inside the topic length";
+        topic_length = (int16_t)(uint16_t)read_be(r + pos, 2);
+        if (topic_length < 0)
+            return "negative topic length";
+        pos += 2;
+    }
+    if (pos + topic_length + 2 > total)
+        return "topic length does not fit the record";
+    int64_t properties_length = (int16_t)(uint16_t)read_be(r + pos + topic_length, 2);
+    if (properties_length < 0 || pos + topic_length + 2 + properties_length != total)
+        return "TOTALSIZE does not match the fields";
+    if (crc && (int32_t)(rmq_crc32(0, r + body, (size_t)body_length) & 0x7FFFFFFF)
+            != (int32_t)read_be(r + 8, 4))
+        return "BODYCRC does not match the body";
+    return NULL;
+}
+
+/* framing.check_records: walk the whole records of p[pos:end] (p[pos] at commit-log
+ * ``offset``, segments of ``file_size``); *stop after the last that passed. NULL when the
+ * walk stopped at bytes not complete yet, else why the record at *stop is refused. */
+static const char *
+check_records(const unsigned char *p, int64_t pos, int64_t end, int64_t offset,
+              int64_t file_size, int crc, int64_t *stop)
+{
+    const char *why = NULL;
+    while (end - pos >= 8) {
+        int64_t total = read_be(p + pos, 4);
+        int32_t magic = (int32_t)read_be(p + pos + 4, 4);
+        int64_t in_file = file_size - offset % file_size;
+        if (magic == MAGIC_BLANK) {
+            if (total != in_file) {
+                why = "an end-of-file blank whose size is not the rest of its file";
+                break;
+            }
+            if (end - pos < total)
+                break;
+        }
+        else if (magic != MAGIC_V1 && magic != MAGIC_V2) {
+            why = "not a record's magic code";
+            break;
+        }
+        else if (total < MIN_RECORD_LENGTH || total > in_file) {
+            why = "TOTALSIZE below the smallest record or beyond the file";
+            break;
+        }
+        else if (end - pos < total) {
+            break;
+        }
+        else if ((why = check_record(p + pos, total, magic, crc)) != NULL) {
+            break;
+        }
+        pos += total;
+        offset += total;
+    }
+    *stop = pos;
+    return why;
 }
 
 /* The state of the transfer being read, kept across reads. */
@@ -316,7 +426,8 @@ loop(Receiver *self, unsigned char *buffer, Transfer *t, Py_ssize_t *kept, Py_ss
         if (fds[1].revents)
             return STOPPED;
         if (ready == 0) {  /* the heartbeat: report even when nothing grew */
-            enum outcome outcome = report(self, end, &last_report, error);
+            enum outcome outcome = report(self, self->checked >= 0 ? self->checked : end,
+                                          &last_report, error);
             if (outcome != RUNNING)
                 return outcome;
             wake(self);
@@ -333,13 +444,29 @@ loop(Receiver *self, unsigned char *buffer, Transfer *t, Py_ssize_t *kept, Py_ss
             return CLOSED;
         atomic_fetch_add(&self->bytes_read, n);
         enum outcome taken = take(self, t, buffer, n, &end, back);
+        int64_t acked = end;
+        if (self->checked >= 0) {
+            unsigned char *segment = self->segment.buf;
+            int64_t from = self->segment_from;
+            self->refusal = check_records(segment, self->checked - from, end - from,
+                                          self->checked, self->segment.len, self->check_crc,
+                                          &acked);
+            acked += from;
+            self->checked = acked;
+            if (self->refusal != NULL) {  /* never acknowledged, never dispatched */
+                memset(segment + (acked - from), 0, (size_t)(end - acked));
+                self->refused_at = acked;
+                atomic_store_explicit(&self->end, acked, memory_order_release);
+                return BAD_RECORD;
+            }
+        }
         atomic_store_explicit(&self->end, end, memory_order_release);
         if (taken == HANDED_BACK) {
             *kept = n;
             return HANDED_BACK;
         }
-        if (end > atomic_load(&self->reported)) {
-            enum outcome outcome = report(self, end, &last_report, error);
+        if (acked > atomic_load(&self->reported)) {
+            enum outcome outcome = report(self, acked, &last_report, error);
             if (outcome != RUNNING)
                 return outcome;
         }
@@ -353,8 +480,9 @@ PyDoc_STRVAR(receiver_run_doc,
 "run() -> (outcome, leftover, error)\n\n"
 "Receive until stopped or until a transfer is not the plain case; call it once, in a\n"
 "thread of its own. ``outcome`` is 'stopped', 'closed' (the master closed), 'failed'\n"
-"(``error`` is the errno) or 'handed back'; ``leftover`` holds the bytes to hand to the\n"
-"Python client (from a header on, for 'handed back'; empty otherwise).");
+"(``error`` is the errno), 'handed back' or 'bad record' (see ``refusal``); ``leftover``\n"
+"holds the bytes to hand to the Python client (from a header on, for 'handed back';\n"
+"empty otherwise).");
 
 static PyObject *
 receiver_run(Receiver *self, PyObject *unused)
@@ -395,7 +523,8 @@ receiver_run(Receiver *self, PyObject *unused)
     PyMem_RawFree(buffer);
     if (leftover == NULL)
         return NULL;
-    static const char *const names[] = {"running", "stopped", "closed", "failed", "handed back"};
+    static const char *const names[] = {"running", "stopped", "closed", "failed", "handed back",
+                                        "bad record"};
     return Py_BuildValue("(sNi)", names[outcome], leftover, error);
 }
 
@@ -462,6 +591,43 @@ receiver_close(Receiver *self, PyObject *unused)
 }
 
 static PyObject *
+receiver_refusal(Receiver *self, void *closure)
+{
+    if (self->refusal == NULL)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(Ls)", (long long)self->refused_at, self->refusal);
+}
+
+PyDoc_STRVAR(receiver_check_records_doc,
+"check_records(buffer, pos, end, offset, file_size, check_crc) -> (stop, why)\n\n"
+"The C twin of rmqproto.ha.framing.check_records (a static method).");
+
+static PyObject *
+receiver_check_records(PyObject *unused, PyObject *args)
+{
+    Py_buffer buffer;
+    long long pos, end, offset, file_size;
+    int crc;
+    if (!PyArg_ParseTuple(args, "y*LLLLp", &buffer, &pos, &end, &offset, &file_size, &crc))
+        return NULL;
+    if (pos < 0 || pos > end || end > buffer.len || offset < 0 || file_size <= 0) {
+        PyBuffer_Release(&buffer);
+        PyErr_SetString(PyExc_ValueError, "need 0 <= pos <= end <= len(buffer), offset >= 0 "
+                        "and file_size > 0");
+        return NULL;
+    }
+    int64_t stop;
+    const char *why;
+    Py_BEGIN_ALLOW_THREADS
+    why = check_records(buffer.buf, pos, end, offset, file_size, crc, &stop);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buffer);
+    if (why == NULL)
+        return Py_BuildValue("(LO)", (long long)stop, Py_None);
+    return Py_BuildValue("(Ls)", (long long)stop, why);
+}
+
+static PyObject *
 receiver_wake_fd(Receiver *self, void *closure)
 {
     return PyLong_FromLong(self->wake_read);
@@ -474,24 +640,30 @@ static PyMethodDef receiver_methods[] = {
     {"drain", (PyCFunction)receiver_drain, METH_NOARGS, receiver_drain_doc},
     {"stop", (PyCFunction)receiver_stop, METH_NOARGS, receiver_stop_doc},
     {"close", (PyCFunction)receiver_close, METH_NOARGS, receiver_close_doc},
+    {"check_records", (PyCFunction)receiver_check_records, METH_VARARGS | METH_STATIC,
+     receiver_check_records_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef receiver_getset[] = {
     {"wake_fd", (getter)receiver_wake_fd, NULL,
      "The pipe a byte arrives in after a read, once armed (-1 once closed).", NULL},
+    {"refusal", (getter)receiver_refusal, NULL,
+     "After 'bad record': (offset of the refused record, why); else None.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 PyDoc_STRVAR(receiver_doc,
 "HAReceiver(fd, segment, segment_from, end, reported, heartbeat_ms, header=b'',\n"
-"           body_remaining=0)\n\n"
+"           body_remaining=0, checked=-1, check_crc=False)\n\n"
 "The receive loop of an HA slave connected on socket ``fd`` (duplicated), appending into\n"
 "``segment`` (a writable buffer: the mapped commit-log segment starting at offset\n"
 "``segment_from``) from offset ``end`` on; ``reported`` is the offset the master was last\n"
 "told, ``heartbeat_ms`` how often to report when nothing grows. The stream stands after\n"
 "``header`` (the first bytes of a header) or inside a body with ``body_remaining`` bytes\n"
-"to come.");
+"to come. With ``checked`` (a record boundary in the segment, at most ``end``) the records\n"
+"from there on are checked (their BODYCRC too with ``check_crc``) before they are reported\n"
+"or published.");
 
 static PyTypeObject ReceiverType = {
     PyVarObject_HEAD_INIT(NULL, 0)

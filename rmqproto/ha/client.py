@@ -16,7 +16,16 @@ Differences from Java, on purpose:
 * reconnecting waits 1 s, doubling after each failed attempt up to 5 s (Java: always 5 s);
 * a transfer starting at a segment-start offset ahead of the slave's max offset (a master
   that no longer keeps the slave's position restarting it at its oldest file) re-seeds
-  the slave's store there, logged as an error (Java: the slave is stuck forever).
+  the slave's store there when the master is the operator's ``haMasterAddress``: the old
+  commit log and consume queues are moved aside, never deleted, and where is logged
+  (Java: the slave is stuck forever); from a master learned from a NameServer it is a
+  mismatch;
+* the records received are checked before they are acknowledged
+  (:func:`~rmqproto.ha.framing.check_records`): after the first report (the request, the
+  store's max offset) every report is the end of the last whole record that passed; a
+  record that does not pass is cut from the commit log with everything after it, and the
+  connection is closed (it reconnects and asks again from there). Java appends and
+  acknowledges whatever arrives.
 """
 
 from collections import namedtuple
@@ -25,6 +34,7 @@ from twisted.logger import Logger
 
 from rmqproto.codec.ha import HAConnectionState, TransferReader, encode_slave_report
 from rmqproto.errors import CodecError
+from rmqproto.ha.framing import records_checker
 
 __all__ = ["Connect", "Send", "Close", "HAClient", "RECONNECT_FIRST_DELAY", "RECONNECT_MAX_DELAY"]
 
@@ -47,14 +57,23 @@ class HAClient:
     """Replicates the master's commit log into ``store``.
 
     ``store`` provides ``get_max_phy_offset()``, ``append_to_commit_log(offset, data)`` and
-    ``reset_commit_log(offset)``; ``config`` gives ``mappedFileSizeCommitLog``,
-    ``haSendHeartbeatInterval`` and ``haHousekeepingInterval`` (ms).
+    ``reset_commit_log(offset)``, and to check records ``commit_log_view(offset, size)``
+    and ``truncate_replicated(offset)``; ``config`` gives
+    ``mappedFileSizeCommitLog``, ``haSendHeartbeatInterval`` and ``haHousekeepingInterval``
+    (ms). ``check_records=False`` appends and acknowledges what arrives unchecked (as Java
+    does; tests of the stream's mechanics with arbitrary bytes).
     """
 
-    def __init__(self, store, config):
+    def __init__(self, store, config, check_records=True):
         self.store = store
+        self._walk = records_checker() if check_records else None
+        #: where the last whole record checked ends (None until the first connection)
+        self.checked = None
         self.file_size = config["mappedFileSizeCommitLog"]
         self.heartbeat_interval = config["haSendHeartbeatInterval"] / 1000.0
+        configured = config.get("haMasterAddress") or ""
+        #: the operator's ``haMasterAddress`` (Java's rule: used when 6 characters or more)
+        self.configured_master = configured if len(configured) >= 6 else None
         self.housekeeping_interval = config["haHousekeepingInterval"] / 1000.0
         self.state = HAConnectionState.READY
         self.master_ha_address = None
@@ -94,10 +113,19 @@ class HAClient:
         self._retry_at = None
         return [Connect(self.master_ha_address)]
 
-    def _report(self, now):
-        self.current_reported_offset = self.store.get_max_phy_offset()
+    def _report(self, now, offset=None):
+        """Report ``offset``: by default what the slave acknowledges (:attr:`acked`)."""
+        self.current_reported_offset = self.acked if offset is None else offset
         self.last_write_timestamp = now
         return Send(encode_slave_report(self.current_reported_offset))
+
+    @property
+    def acked(self):
+        """What a report acknowledges: the end of the records checked, or without checks
+        the store's max offset."""
+        if self._walk is None:
+            return self.store.get_max_phy_offset()
+        return self.checked
 
     def _close(self, reason, now):
         log.error("HAClient closes the connection with master {address}: {reason}",
@@ -143,7 +171,10 @@ class HAClient:
         self._change_state(HAConnectionState.TRANSFER)
         self._reader = TransferReader()
         self.last_read_timestamp = now
-        return [self._report(now)]
+        max_offset = self.store.get_max_phy_offset()
+        if self.checked is None:  # a recovered store ends with a whole record
+            self.checked = max_offset
+        return [self._report(now, max_offset)]  # the request: where the log ends
 
     def connection_lost(self, reason, now):
         """The connection closed (not by a :class:`Close` of ours, which already went READY)."""
@@ -174,27 +205,77 @@ class HAClient:
             refused = self._append(piece, now)
             if refused:
                 return refused
-        if self.store.get_max_phy_offset() > self.current_reported_offset:
+        if self._walk is not None:
+            refused = self._check_received(now)
+            if refused:
+                return refused
+        if self.acked > self.current_reported_offset:
             self._failures = 0
             return [self._report(now)]
         return []
 
+    def _check_received(self, now):
+        """Walk the records appended since :attr:`checked`; a refused one is cut."""
+        store = self.store
+        end = store.get_max_phy_offset()
+        checked = self.checked
+        while checked < end:
+            view = store.commit_log_view(checked, end - checked)  # up to a segment end
+            if view is None:
+                break
+            with view:
+                size = len(view)
+                stop, why = self._walk(view, 0, size, checked, self.file_size, True)
+            checked += stop
+            if why is not None:
+                return self._refuse(checked, why, now)
+            if stop < size:
+                break
+        self.checked = checked
+        return None
+
+    def _refuse(self, offset, why, now):
+        """The record at ``offset`` did not pass: cut the log back to it, close."""
+        self.checked = offset
+        if self.store.get_max_phy_offset() > offset and not self.store.truncate_replicated(offset):
+            return self._close("refused the record at %d (%s) and cannot cut the commit log "
+                               "back to it" % (offset, why), now)
+        return self._close("refused the record at %d: %s; the commit log is cut back to %d, "
+                           "the end of the last good record" % (offset, why, offset), now)
+
     def _append(self, piece, now):
         slave_offset = self.store.get_max_phy_offset()
+        if slave_offset == 0 and self._walk is not None:
+            self.checked = piece.offset  # an empty slave starts where the master says
         if slave_offset != 0 and slave_offset != piece.offset:
             if piece.offset > slave_offset and piece.offset % self.file_size == 0:
-                log.error("master sends from {master}, the start of a commit-log file ahead of "
-                          "this slave's max offset {slave}: discarding the slave's commit log "
-                          "and consume queues to continue at {master}",
-                          master=piece.offset, slave=slave_offset)
-                if not self.store.reset_commit_log(piece.offset):
-                    return self._close("cannot restart the commit log at %d" % piece.offset, now)
+                refused = self._reseed(piece.offset, slave_offset, now)
+                if refused:
+                    return refused
             else:
                 return self._close("master pushed offset not equal the max phy offset in slave, "
                                    "SLAVE: %d MASTER: %d" % (slave_offset, piece.offset), now)
         if piece.data and not self.store.append_to_commit_log(piece.offset, piece.data):
             return self._close("cannot append %d bytes at %d (slave max offset %d)"
                                % (len(piece.data), piece.offset, slave_offset), now)
+        return None
+
+    def _reseed(self, offset, slave_offset, now):
+        """The master restarts this slave at ``offset``, a segment start ahead of it: only
+        the operator's ``haMasterAddress`` may, and the old files are moved aside."""
+        if self.master_ha_address != self.configured_master:
+            return self._close("master sends from %d, the start of a commit-log file ahead of "
+                               "this slave's max offset %d; only the master named by "
+                               "haMasterAddress may re-seed a slave, so the store is left as "
+                               "it is" % (offset, slave_offset), now)
+        moved = self.store.reset_commit_log(offset)
+        if not moved:
+            return self._close("cannot restart the commit log at %d" % offset, now)
+        log.error("master sends from {master}, the start of a commit-log file ahead of this "
+                  "slave's max offset {slave}: the slave's commit log and consume queues were "
+                  "moved aside to {moved}, replication continues at {master}",
+                  master=offset, slave=slave_offset, moved=", ".join(moved))
+        self.checked = offset
         return None
 
     # ------------------------------------------------------------ a receive thread
@@ -213,7 +294,14 @@ class HAClient:
         end = segment.file_from_offset + segment.wrote_position
         if remaining and (offset != end or remaining > segment.file_size - segment.wrote_position):
             return None
+        if self._walk is not None and not segment.file_from_offset <= self.checked <= end:
+            return None
         return segment, header, remaining
+
+    @property
+    def checking(self):
+        """Whether received records are checked before they are acknowledged."""
+        return self._walk is not None
 
     def receiver_started(self):
         """A receive thread took the stream where :meth:`receive_point` said; it reads the
@@ -234,7 +322,14 @@ class HAClient:
             self.current_reported_offset = reported
             self.last_write_timestamp = now
             self._failures = 0
+            if self._walk is not None:  # the thread reports the end of what it checked
+                self.checked = max(self.checked, reported)
         return []
+
+    def receiver_refused(self, offset, why, now):
+        """The thread refused the record at ``offset`` (it published nothing after it)."""
+        self._receiver = False
+        return self._refuse(offset, why, now)
 
     def receiver_ended(self, leftover, now):
         """The thread returned on its own; ``leftover`` (the bytes it read from a header

@@ -10,26 +10,30 @@
   (the group transfer: :class:`~rmqproto.ha.transfer.GroupTransferWaits` and one timer for
   the earliest deadline), wakes the connections when messages arrive, runs a one-second
   tick (heartbeats, housekeeping) and logs the master/slave offset diff every 60 s.
+* :class:`HAMasterFactory` serves only the peers ``haSlaveAllowList`` allows, and with
+  ``haTlsEnable`` hands each connection to :class:`TLSOrPlain` (docs/security.md, "HA port").
 
 See docs/ha.md for the rules and where they differ from Java.
 """
 
 from twisted.application import service
 from twisted.internet import defer, protocol, task
-from twisted.internet.interfaces import IPushProducer
+from twisted.internet.interfaces import IHandshakeListener, IPushProducer, ISSLTransport
 from twisted.logger import Logger
 from zope.interface import implementer
 
 from rmqproto.codec.ha import TRANSFER_HEADER, SlaveReportReader
+from rmqproto.config.allowlist import AllowList
 from rmqproto.ha.replicas import ReplicaTable, ReportKind
+from rmqproto.ha.tls import TLS_RECORD_HANDSHAKE, tls_factory, tls_options
 from rmqproto.ha.transfer import GroupTransferWaits
 from rmqproto.remoting.protocol import gathered_writes
 from rmqproto.remoting.sendnow import send_now
 from rmqproto.remoting.serversettings import server_setting
 from rmqproto.store.results import PutMessageStatus
 
-__all__ = ["HAMasterConnection", "HAMasterFactory", "HAMasterService", "TICK_SECONDS",
-           "DIFF_LOG_SECONDS"]
+__all__ = ["HAMasterConnection", "HAMasterFactory", "HAMasterService", "TLSOrPlain",
+           "TICK_SECONDS", "DIFF_LOG_SECONDS"]
 
 log = Logger()
 
@@ -42,9 +46,10 @@ DIFF_LOG_FIRST_SECONDS = 10.0
 DIFF_LOG_SECONDS = 60.0
 
 
-@implementer(IPushProducer)
+@implementer(IPushProducer, IHandshakeListener)
 class HAMasterConnection(protocol.Protocol):
-    """One slave's HA connection; registered with the service before any of its I/O."""
+    """One slave's HA connection; registered with the service before any of its I/O (on
+    TLS, once the handshake has verified the slave's certificate)."""
 
     def __init__(self, ha):
         self.ha = ha
@@ -62,6 +67,13 @@ class HAMasterConnection(protocol.Protocol):
     # -- Protocol
 
     def connectionMade(self):
+        if not ISSLTransport.providedBy(self.transport):
+            self._start()
+
+    def handshakeCompleted(self):
+        self._start()
+
+    def _start(self):
         peer = self.transport.getPeer()
         self.replica = self.ha.register(self, "%s:%s" % (peer.host, peer.port))
         self.last_write = self.ha.now()
@@ -80,6 +92,9 @@ class HAMasterConnection(protocol.Protocol):
             self.ha.on_report(self, offset)
 
     def connectionLost(self, reason=None):
+        if self.replica is None and not self.closed:  # TLS: the handshake did not complete
+            self.ha.refuse(self.transport.getPeer(), "TLS handshake failed: %s"
+                           % (reason.getErrorMessage() if reason is not None else "closed"))
         self._stop()
         self.ha.unregister(self)
 
@@ -160,7 +175,31 @@ class HAMasterConnection(protocol.Protocol):
 
 
 class HAMasterFactory(protocol.Factory):
-    """Builds :class:`HAMasterConnection` for ``ha`` (an :class:`HAMasterService`)."""
+    """Builds :class:`HAMasterConnection` for ``ha`` (an :class:`HAMasterService`) for the
+    peers ``haSlaveAllowList`` allows; with ``haTlsEnable``, a :class:`TLSOrPlain` that
+    picks TLS or plain TCP by the peer's first byte."""
+
+    noisy = False
+
+    def __init__(self, ha):
+        self.ha = ha
+        config = ha.config
+        self.allow_list = AllowList(config.get("haSlaveAllowList", ""))
+        self.tls = None
+        if config.get("haTlsEnable"):
+            self.tls = tls_factory(tls_options(config), False, _Connections(ha), ha.reactor)
+
+    def buildProtocol(self, addr):
+        if addr is not None and not self.allow_list.allows(addr.host):
+            self.ha.refuse(addr, "not in haSlaveAllowList")
+            return None  # Twisted closes the connection
+        if self.tls is None:
+            return HAMasterConnection(self.ha)
+        return TLSOrPlain(self, addr)
+
+
+class _Connections(protocol.Factory):
+    """:class:`HAMasterConnection` for every peer (the allow-list is checked before)."""
 
     noisy = False
 
@@ -169,6 +208,54 @@ class HAMasterFactory(protocol.Factory):
 
     def buildProtocol(self, addr):
         return HAMasterConnection(self.ha)
+
+
+class TLSOrPlain(protocol.Protocol):
+    """A connection to the HA port with ``haTlsEnable``: a TLS ClientHello goes to TLS (the
+    slave's certificate must chain to ``haTlsTrustCertPath``), plain TCP (a Java slave) is
+    accepted only from a non-empty ``haSlaveAllowList``. A peer that neither sends a byte
+    nor completes the handshake within ``haHousekeepingInterval`` is closed."""
+
+    def __init__(self, factory, addr):
+        self.factory = factory
+        self.addr = addr
+        self.inner = None
+        self._deadline = None
+
+    def connectionMade(self):
+        ha = self.factory.ha
+        self._deadline = ha.reactor.callLater(ha.config["haHousekeepingInterval"] / 1000.0,
+                                              self._too_slow)
+
+    def _too_slow(self):
+        self._deadline = None
+        connection = getattr(self.inner, "wrappedProtocol", self.inner)
+        if connection is None or connection.replica is None:
+            self.factory.ha.refuse(self.addr, "no TLS handshake within haHousekeepingInterval")
+            if connection is not None:
+                connection.closed = True  # refused here: its connectionLost says nothing
+            self.transport.abortConnection()
+
+    def dataReceived(self, data):
+        if self.inner is None:
+            if data[:1] == TLS_RECORD_HANDSHAKE:
+                self.inner = self.factory.tls.buildProtocol(self.addr)
+            elif self.factory.allow_list:
+                self.inner = HAMasterConnection(self.factory.ha)
+            else:
+                self.factory.ha.refuse(self.addr, "plain TCP while haTlsEnable is set and "
+                                                  "haSlaveAllowList is empty")
+                self.transport.abortConnection()
+                return
+            self.inner.makeConnection(self.transport)
+        self.inner.dataReceived(data)
+
+    def connectionLost(self, reason=protocol.connectionDone):
+        if self._deadline is not None and self._deadline.active():
+            self._deadline.cancel()
+        self._deadline = None
+        if self.inner is not None:
+            self.inner.connectionLost(reason)
 
 
 class HAMasterService(service.Service):
@@ -242,6 +329,11 @@ class HAMasterService(service.Service):
         log.info("HAService receive new connection, {addr}", addr=addr)
         return self.table.register(connection, addr, self.now())
 
+    def refuse(self, addr, why):
+        """The one log line of a peer the HA port does not serve (its connection is closed)."""
+        log.warn("HA port refuses {addr}: {why}",
+                 addr="%s:%s" % (addr.host, addr.port) if addr is not None else "?", why=why)
+
     def unregister(self, connection):
         if self.table.unregister(connection) is not None:
             log.info("HA connection of slave[{addr}] removed", addr=connection.addr)
@@ -252,10 +344,13 @@ class HAMasterService(service.Service):
         now = int(self.reactor.seconds() * 1000)  # now(), without the call: every ack
         outcome = self.table.report(connection, offset, now, max_offset,
                                     store.get_min_phy_offset)
-        if outcome.kind is ReportKind.BEYOND_MAX:
-            connection.close("slave offset %d greater than local commitLog offset %d"
-                             % (offset, max_offset))
+        refused = _REFUSALS.get(outcome.kind)
+        if refused is not None:
+            connection.close(refused % {"offset": offset, "max": max_offset,
+                                        "sent": connection.replica.transfer_from_where})
             return
+        if outcome.regressed is not None:
+            self._warn_regressed(connection, offset, outcome.regressed, now)
         for stale in outcome.retired:
             stale.close("retired: %s of the same host reported and this one is silent"
                         % connection.addr)
@@ -270,6 +365,16 @@ class HAMasterService(service.Service):
             connection.pump()
         self._answer_acks()
 
+    def _warn_regressed(self, connection, offset, previous, now):
+        """A report below the connection's previous one, logged at most once per
+        :data:`~rmqproto.ha.replicas.REPEATED_WARNING_INTERVAL` per connection."""
+        allowed, held_back = connection.replica.warnings.allow("regressed", now)
+        if allowed:
+            log.warn("slave[{addr}] reported offset {offset}, below its previous report "
+                     "{previous} ({held_back} more such reports since the last warning)",
+                     addr=connection.addr, offset=offset, previous=previous,
+                     held_back=held_back)
+
     def skip_removed_data(self, replica):
         """When retention removed the data at the replica's next offset, go on from the
         oldest kept offset (logged) instead of waiting forever for data that is gone; True
@@ -280,7 +385,7 @@ class HAMasterService(service.Service):
         log.warn("slave[{addr}] needs offset {offset}, below the oldest kept commit-log "
                  "offset {oldest}: sending from {oldest}", addr=replica.addr,
                  offset=replica.transfer_from_where, oldest=oldest)
-        replica.transfer_from_where = oldest
+        replica.transfer_from_where = replica.transfer_start = oldest
         return True
 
     def _on_appended(self):
@@ -376,6 +481,15 @@ class HAMasterService(service.Service):
                      addr=replica.addr, ack=replica.slave_ack_offset,
                      lag=max_offset - max(replica.slave_ack_offset, 0),
                      state="live" if self.table.is_live(replica, now) else "silent")
+
+
+#: Why a report closes its connection (``ReportKind`` -> message).
+_REFUSALS = {
+    ReportKind.BEYOND_MAX: "slave offset %(offset)d greater than local commitLog offset %(max)d",
+    ReportKind.BEYOND_SENT: "slave acks offset %(offset)d but was sent only up to %(sent)d: "
+                            "a forged acknowledgement",
+    ReportKind.NEGATIVE: "negative slave offset %(offset)d",
+}
 
 
 def _answer(waits, status):

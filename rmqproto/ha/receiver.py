@@ -58,6 +58,11 @@ class ReceiveThread:
         self._seen = loop.progress()
         self._done = False
 
+    @property
+    def refusal(self):
+        """After the loop ended 'bad record': ``(offset, why)`` of the refused record."""
+        return self._native.refusal
+
     def start(self):
         self._native.arm()
         self._reactor.addReader(self)

@@ -3,12 +3,20 @@
 Pure: no sockets, no clock reads (every call takes ``now`` in ms). The rules, with the
 places where they differ from Java's ``HAService`` / ``HAConnection``:
 
-* The first 8-byte report of a connection is its request offset, every report (the first
-  included, as in Java) its ack offset, and the largest ack ever seen is
-  ``push2SlaveMaxOffset``.
+* The first 8-byte report of a connection is its request offset, every report its ack
+  offset (the connection's state, as in Java). Only an ack of bytes this connection was
+  sent counts toward ``push2SlaveMaxOffset`` (the largest such ack), so the SYNC_MASTER
+  waits: the request and any report at or below where the stream started claim what the
+  master cannot check. Java counts every report, so any TCP client could answer
+  SYNC_MASTER sends.
 * A report beyond the master's max offset closes the connection. Java 4.9.3+ checks only
   the later reports; here the first one too (Java would stream nothing to such a slave,
-  forever).
+  forever). A later report beyond what this connection was sent is a forged ack and
+  closes it too; a negative report closes it (Java restarts the stream at every one).
+* A report below the connection's previous one is taken as Java's
+  ``HAConnection.ReadSocketService`` takes it: it becomes the ack offset, the stream goes
+  on where it is and ``push2SlaveMaxOffset`` keeps its value; it is flagged ``regressed``
+  for a warning the adapter rate-limits (:class:`WarningGate`).
 * Where the stream starts (:func:`transfer_start`): at the start of the last commit-log
   segment for a request of 0, else at the request offset; a request below the oldest kept
   offset starts at the oldest kept offset (Java finds no data there and sends heartbeats
@@ -30,11 +38,13 @@ import itertools
 
 from rmqproto.ha.flowcontrol import FlowMonitor
 
-__all__ = ["Replica", "ReplicaTable", "ReportKind", "ReportOutcome", "transfer_start",
-           "fallbehind_max", "SILENCE_FACTOR"]
+__all__ = ["Replica", "ReplicaTable", "ReportKind", "ReportOutcome", "WarningGate",
+           "transfer_start", "fallbehind_max", "SILENCE_FACTOR", "REPEATED_WARNING_INTERVAL"]
 
 #: A replica silent for this many heartbeat intervals is no longer live.
 SILENCE_FACTOR = 2
+#: ms between two logged warnings of one kind for one connection.
+REPEATED_WARNING_INTERVAL = 10_000
 
 
 def fallbehind_max(config):
@@ -56,23 +66,49 @@ class ReportKind(enum.Enum):
     REQUEST = "request"        #: the first report: the stream may start
     ACK = "ack"                #: a later report
     BEYOND_MAX = "beyond-max"  #: larger than the master's max offset: close the connection
+    BEYOND_SENT = "beyond-sent"  #: an ack of bytes never sent on it: close the connection
+    NEGATIVE = "negative"      #: below 0: close the connection
 
 
 class ReportOutcome:
     """What a report means: its kind, the stream start (a REQUEST), whether the start was
-    moved up to the oldest kept offset, and the connections it retires (their tokens)."""
+    moved up to the oldest kept offset, the connections it retires (their tokens) and, for
+    an ACK below the connection's previous report, that previous report (``regressed``)."""
 
-    __slots__ = ("kind", "start", "below_min", "retired")
+    __slots__ = ("kind", "start", "below_min", "retired", "regressed")
 
-    def __init__(self, kind, start=None, below_min=False, retired=()):
+    def __init__(self, kind, start=None, below_min=False, retired=(), regressed=None):
         self.kind = kind
         self.start = start
         self.below_min = below_min
         self.retired = list(retired)
+        self.regressed = regressed
 
 
 #: The outcome of most reports: an ack that retires nothing (shared: outcomes are read only).
 _PLAIN_ACK = ReportOutcome(ReportKind.ACK)
+_REFUSED = {kind: ReportOutcome(kind) for kind in
+            (ReportKind.BEYOND_MAX, ReportKind.BEYOND_SENT, ReportKind.NEGATIVE)}
+
+
+class WarningGate:
+    """Rate limit for one connection's repeated warnings: :meth:`allow` says whether a
+    warning of ``kind`` may be logged at ``now`` (ms) (at most one per ``interval``) and
+    how many were held back since the last one logged."""
+
+    def __init__(self, interval=REPEATED_WARNING_INTERVAL):
+        self.interval = interval
+        self._last = {}  # kind -> (ms logged, held back since)
+
+    def allow(self, kind, now):
+        """``(True, held back)`` when a warning of ``kind`` may be logged now, else
+        ``(False, 0)`` (and it is counted)."""
+        last = self._last.get(kind)
+        if last is not None and now - last[0] < self.interval:
+            self._last[kind] = (last[0], last[1] + 1)
+            return False, 0
+        self._last[kind] = (now, 0)
+        return True, last[1] if last is not None else 0
 
 
 class Replica:
@@ -89,7 +125,10 @@ class Replica:
         self.slave_ack_offset = -1
         #: ``nextTransferFromWhere``: the offset of the next byte to send (-1 before the start)
         self.transfer_from_where = -1
+        #: where the stream started: acks above it (up to ``transfer_from_where``) count
+        self.transfer_start = -1
         self.flow = flow
+        self.warnings = WarningGate()
 
     @property
     def reported(self):
@@ -130,17 +169,24 @@ class ReplicaTable:
         (every ack comes this way)."""
         replica = self.replicas[token]
         if offset > max_offset:
-            return ReportOutcome(ReportKind.BEYOND_MAX)
+            return _REFUSED[ReportKind.BEYOND_MAX]
+        if offset < 0:
+            return _REFUSED[ReportKind.NEGATIVE]
+        requested = replica.slave_request_offset >= 0  # reported, without the property
+        if requested and offset > replica.transfer_from_where:
+            return _REFUSED[ReportKind.BEYOND_SENT]
         replica.last_read = now
-        replica.slave_ack_offset = offset
-        if offset > self.push2slave_max_offset:
+        previous, replica.slave_ack_offset = replica.slave_ack_offset, offset
+        if requested and offset > self.push2slave_max_offset and offset > replica.transfer_start:
             self.push2slave_max_offset = offset
         retired = self._retired_by(replica, now) if len(self.replicas) > 1 else ()
-        if replica.slave_request_offset >= 0:  # reported, without the property
+        if requested:
+            if offset < previous:
+                return ReportOutcome(ReportKind.ACK, retired=retired, regressed=previous)
             return ReportOutcome(ReportKind.ACK, retired=retired) if retired else _PLAIN_ACK
         replica.slave_request_offset = offset
         start, below_min = transfer_start(offset, max_offset, oldest(), self.file_size)
-        replica.transfer_from_where = start
+        replica.transfer_from_where = replica.transfer_start = start
         return ReportOutcome(ReportKind.REQUEST, start, below_min, retired)
 
     def _retired_by(self, replica, now):

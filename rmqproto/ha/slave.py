@@ -19,6 +19,7 @@ from twisted.logger import Logger
 from rmqproto.broker.slavesync import SlaveSynchronize
 from rmqproto.ha import receiver
 from rmqproto.ha.client import Close, Connect, HAClient, Send
+from rmqproto.ha.tls import tls_factory, tls_options
 from rmqproto.remoting.client import connect
 from rmqproto.remoting.sendnow import plain_and_idle, send_now
 
@@ -85,9 +86,11 @@ class _Factory(protocol.Factory):
 class HAClientConnector:
     """Runs ``client`` (an :class:`~rmqproto.ha.client.HAClient`) on ``reactor``; with
     ``receive_thread`` (the default where the C loop is built) a plain TCP connection is
-    read by a :class:`~rmqproto.ha.receiver.ReceiveThread` between transfers."""
+    read by a :class:`~rmqproto.ha.receiver.ReceiveThread` between transfers. With ``tls``
+    (:func:`~rmqproto.ha.tls.tls_options`) it connects with TLS and a client certificate,
+    and the reactor reads every byte."""
 
-    def __init__(self, client, reactor, receive_thread=None):
+    def __init__(self, client, reactor, receive_thread=None, tls=None):
         self.client = client
         self.reactor = reactor
         self.protocol = None  # the current connection
@@ -96,6 +99,8 @@ class HAClientConnector:
         self._attempt = None
         self._timer = None
         self._factory = _Factory(self)
+        if tls is not None:
+            self._factory = tls_factory(tls, True, self._factory, reactor)
 
     def _now(self):
         return self.reactor.seconds()
@@ -162,6 +167,8 @@ class HAClientConnector:
             "heartbeat_ms": max(1, round(self.client.heartbeat_interval * 1000)),
             "header": header, "body_remaining": remaining,
         }
+        if self.client.checking:
+            arguments.update(checked=self.client.checked, check_crc=True)
         transport.stopReading()
         self._receive = receiver.ReceiveThread(self.reactor, receiver.new_loop(arguments),
                                                self._received, self._receive_ended)
@@ -179,9 +186,13 @@ class HAClientConnector:
                                                 self._now()))
 
     def _receive_ended(self, outcome, leftover, error):
-        self._receive = None
+        receive, self._receive = self._receive, None
         proto = self.protocol
         if proto is None:
+            return
+        if outcome == "bad record":
+            offset, why = receive.refusal
+            self._run(self.client.receiver_refused(offset, why, self._now()))
             return
         if outcome == "failed":
             log.warn("HA receive thread: the connection to master {address} failed: {error}",
@@ -235,8 +246,11 @@ class HASlaveService(service.Service):
     def __init__(self, controller):
         super().__init__()
         self.controller = controller
-        self.client = HAClient(controller.store, controller.config)
-        self.connector = HAClientConnector(self.client, controller.reactor)
+        config = controller.config
+        self.client = HAClient(controller.store, config)
+        self.connector = HAClientConnector(
+            self.client, controller.reactor,
+            tls=tls_options(config) if config.get("haTlsEnable") else None)
         self.slave_sync = SlaveSynchronize(controller)
 
     def master_changed(self, master_addr, ha_master_address):

@@ -17,6 +17,7 @@ from rmqproto.codec.codes import RequestCode
 from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
+from rmqproto.ha.tls import tls_options
 from rmqproto.pluggable import PluginNotFoundError
 from rmqproto.remoting import RemotingFactory
 from rmqproto.remoting.factory import write_budget
@@ -111,6 +112,8 @@ def makeService(options):
     config = dict(options.values)
     try:
         apply_startup_rules(config)
+        if config["haTlsEnable"]:
+            tls_options(config)  # a missing or bad certificate file: one line, not a traceback
         return BrokerService(config, config_file=options["configFile"])
     except (ConfigError, AclError, PluginNotFoundError) as exc:  # one clear line
         raise SystemExit(str(exc))

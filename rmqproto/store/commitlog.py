@@ -401,6 +401,15 @@ class CommitLog:
             return None
         return mapped.read_from(offset % self.file_size, max_size)
 
+    def view(self, offset, max_size):
+        """:meth:`get_data` without the copy: a memoryview of the mapping (release it before
+        the segment can close), or None."""
+        mapped = file_by_offset(self.queue.files, self.file_size, offset)
+        pos = offset % self.file_size
+        if mapped is None or pos >= mapped.wrote_position:
+            return None
+        return memoryview(mapped.mm)[pos:min(mapped.wrote_position, pos + max_size)]
+
     def record_size_at(self, offset):
         """TOTALSIZE of the record at ``offset``, or None."""
         head = self.get_message(offset, 4)

@@ -6,6 +6,7 @@ A Java ``broker.conf`` sets these directly; the broker merges them with its own 
 import os
 
 from rmqproto.config import Setting, Settings, at_least, parses_with
+from rmqproto.config.allowlist import AllowList
 from rmqproto.store.dispatch import parse_delay_levels
 
 __all__ = ["STORE_SETTINGS", "BROKER_ROLES", "FLUSH_DISK_TYPES", "store_paths"]
@@ -77,6 +78,14 @@ STORE_SETTINGS = Settings(
     Setting("haTransferBatchSize", 32 * 1024, "most commit-log bytes in one HA transfer",
             check=at_least(1)),
     Setting("haMasterAddress", "", "HA address of the master (a slave; else learned from the NameServer)"),
+    Setting("haSlaveAllowList", "", "addresses and CIDR blocks (comma-separated) allowed to "
+            "connect to the HA port; empty: anyone (see docs/security.md)",
+            check=parses_with(AllowList)),
+    Setting("haTlsEnable", False, "TLS with client certificates on the HA connections "
+            "(master: also accepts plain peers in haSlaveAllowList; slave: connects with TLS)"),
+    Setting("haTlsCertPath", "", "PEM certificate this broker presents on the HA port"),
+    Setting("haTlsKeyPath", "", "PEM private key of haTlsCertPath"),
+    Setting("haTlsTrustCertPath", "", "PEM CA certificate(s) a peer's HA certificate must chain to"),
     Setting("haSlaveFallbehindMax", 256 * 1024 * 1024, "bytes a slave may lag and still count as in sync"),
     Setting("haMaxGapNotInSync", 0, "RocketMQ 5 name of haSlaveFallbehindMax; wins when > 0"),
     Setting("haFlowControlEnable", False, "cap the bytes per second sent to each slave"),

@@ -13,6 +13,7 @@ Files: ``commitlog/``, ``consumequeue/<topic>/<queueId>/``, ``index/``, ``checkp
 import fcntl
 import functools
 import os
+import time
 
 from twisted.internet import defer, task
 from twisted.logger import Logger
@@ -790,6 +791,12 @@ class DefaultMessageStore:
             return b""
         return self.commit_log.get_data(offset, max_size) or b""
 
+    def commit_log_view(self, offset, max_size):
+        """The written commit-log bytes from ``offset`` to the end of its segment (at most
+        ``max_size``) as a memoryview of the mapping, not a copy (an HA slave checks what it
+        appended there); release it at once (``with``). None when there are none."""
+        return None if self.is_shutdown else self.commit_log.view(offset, max_size)
+
     def append_to_commit_log(self, start_offset, data):
         """Append replicated bytes; they are dispatched in later reactor turns (as Java's
         reput thread does), so the HA client reports the new offset first. As Java's
@@ -865,22 +872,65 @@ class DefaultMessageStore:
     def dispatch_behind_bytes(self):
         return self.reput.behind
 
-    def reset_commit_log(self, start_offset):
-        """HA slave recovery: discard the commit log and the consume queues and continue
-        with an empty segment at ``start_offset`` (a segment start); False otherwise.
-        Index entries of the discarded offsets stay and find nothing, as after retention."""
-        if self.is_shutdown or start_offset < 0 or start_offset % self.commit_log.file_size:
+    def truncate_replicated(self, offset):
+        """HA slave: drop the replicated bytes from ``offset`` (the end of the last record
+        the HA client checked, at most the max offset) to the end, zeroed: they were never
+        acknowledged nor dispatched (the reput dispatches whole records only, and the
+        client checks them first). False when ``offset`` is not in the commit log."""
+        end = self.get_max_phy_offset()
+        if self.is_shutdown or not self.commit_log.min_offset <= offset <= end:
             return False
-        self.reput.dispatch_deferred()  # before the files it would write to are gone
-        self.commit_log.queue.destroy()
+        self.commit_log.queue.truncate_dirty_files(offset, zero_limit=end - offset)
+        return True
+
+    def reset_commit_log(self, start_offset):
+        """HA slave re-seed: move the commit log and the consume queues aside, never deleting
+        them (each directory is renamed to ``<dir>.ha-reseed-<UTC time>`` beside it), and
+        continue with an empty segment at ``start_offset`` (a segment start). Returns the
+        directories the files went to; an empty list when nothing was changed (a bad
+        offset, or a rename that failed). Index entries of the moved offsets stay and find
+        nothing, as after retention."""
+        if self.is_shutdown or start_offset < 0 or start_offset % self.commit_log.file_size:
+            return []
+        self.reput.dispatch_deferred()  # before the files it would write to move
+        moved = self._move_aside(("commitlog", "consumequeue"))
+        if not moved:
+            return []
+        self.commit_log.queue.close()  # the open files now live in the moved directories
+        self.commit_log.queue.files = []
         for cq in self._all_queues():
-            cq.destroy()
+            cq.close()
         self.consume_queue_table.clear()
         self.commit_log.topic_queue_table = {}
         self.commit_log.queue.last_mapped_file(start_offset)
         self.commit_log.queue.flushed_where = start_offset
         self.reput.reput_from_offset = start_offset
-        return True
+        return moved
+
+    def _move_aside(self, keys):
+        """Rename the store directories ``keys`` to ``<dir>.ha-reseed-<time>`` and make them
+        anew: the new names, or [] (everything renamed back) when a rename fails."""
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(self.reactor.seconds()))
+        moved = []
+        try:
+            for key in keys:
+                path = self.paths[key].rstrip(os.sep)
+                aside = "%s.ha-reseed-%s" % (path, stamp)
+                suffix = 1
+                while os.path.exists(aside):
+                    aside = "%s.ha-reseed-%s-%d" % (path, stamp, suffix)
+                    suffix += 1
+                os.rename(path, aside)
+                moved.append((path, aside))
+                os.makedirs(path)
+        except OSError as exc:
+            log.error("cannot move the store's {what} aside: {error}", what=key, error=exc)
+            for path, aside in reversed(moved):
+                if os.path.isdir(path) and not os.listdir(path):
+                    os.rmdir(path)
+                os.rename(aside, path)
+            return []
+        return [aside for _, aside in moved]
 
     # ------------------------------------------------------------ reading
 

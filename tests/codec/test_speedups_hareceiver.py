@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rmqproto.codec.ha import TransferReader, encode_transfer
 
+from support.recordstream import records
 from support.speedups import require_speedups
 
 speedups = require_speedups()
@@ -267,3 +268,48 @@ def test_arguments_are_checked():
         receiver.stop()
         assert receiver.run() == ("stopped", b"", 0)
         receiver.close()
+
+
+# ---------------------------------------------------------------- records checked first
+
+def test_with_checked_only_whole_good_records_are_reported_and_published():
+    good = records(5, 100, offset=SEGMENT_FROM)
+    size = len(good) // 5
+    stream = encode_transfer(SEGMENT_FROM, good)
+    loop = Loop(checked=SEGMENT_FROM, check_crc=True)
+    loop.send_read_by_read(split(stream, [12 + size + 7, 12 + 3 * size + 1]))
+    end = SEGMENT_FROM + len(good)
+    wait_for(lambda: loop.receiver.progress()[2] == end)
+    reports = loop.reports()
+    assert loop.finish() == ("stopped", b"", 0)
+    assert all((r - SEGMENT_FROM) % size == 0 for r in reports) and reports[-1] == end
+
+
+def test_a_bad_record_ends_the_loop_zeroed_and_unpublished():
+    good = records(3, 100, offset=SEGMENT_FROM)
+    bad = bytearray(records(1, 100, offset=SEGMENT_FROM + len(good)))
+    bad[100] ^= 1  # a body byte: BODYCRC no longer matches
+    stream = encode_transfer(SEGMENT_FROM, good + bytes(bad))
+    loop = Loop(checked=SEGMENT_FROM, check_crc=True)
+    loop.master.sendall(stream)
+    loop.thread.join(10)
+    end = SEGMENT_FROM + len(good)
+    assert loop.answer == ("bad record", b"", 0)
+    assert loop.receiver.refusal == (end, "BODYCRC does not match the body")
+    assert loop.receiver.progress()[0] == end
+    assert bytes(loop.segment[:len(good)]) == good and not any(loop.segment[len(good):])
+    assert all(r <= end for r in loop.reports())
+    loop.receiver.close()
+    loop.master.close()
+
+
+def test_checked_must_lie_in_the_segment_up_to_end():
+    import socket as socket_module
+    a, b = socket_module.socketpair()
+    try:
+        with pytest.raises(ValueError):
+            speedups.HAReceiver(fd=a.fileno(), segment=bytearray(10), segment_from=0, end=5,
+                                reported=0, heartbeat_ms=10, checked=6)
+    finally:
+        a.close()
+        b.close()

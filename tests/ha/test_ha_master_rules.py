@@ -55,12 +55,24 @@ def _not_asked():
     raise AssertionError("the oldest kept offset was asked for an ack")
 
 
+def sent_and_acked(t, token, offset, now, max_offset=5000):
+    """``token``'s slave requests 0 (the stream starts at 0), is sent up to ``offset`` and
+    acks it (an ack counts only for bytes its connection was sent)."""
+    replica = t.replicas[token]
+    if not replica.reported:
+        t.report(token, 0, now, max_offset, _oldest_kept)
+    replica.transfer_from_where = max(replica.transfer_from_where, offset)
+    return t.report(token, offset, now, max_offset, _not_asked)
+
+
 def test_first_report_is_the_request_later_ones_acks():
     t = table()
     r = t.register("a", "10.0.0.5:4000", 0)
     first = t.report("a", 1000, 10, max_offset=5000, oldest=_oldest_kept)
     assert (first.kind, first.start, first.below_min) == (ReportKind.REQUEST, 1000, False)
     assert (r.slave_request_offset, r.slave_ack_offset, r.transfer_from_where) == (1000, 1000, 1000)
+    assert t.push2slave_max_offset == 0  # a request claims what was never sent here
+    r.transfer_from_where = 3000  # the adapter sent up to 3000
     later = t.report("a", 3000, 20, 5000, _not_asked)  # an ack needs no oldest offset
     assert later.kind is ReportKind.ACK and later.start is None
     assert (r.slave_request_offset, r.slave_ack_offset) == (1000, 3000)
@@ -71,10 +83,12 @@ def test_push2slave_max_offset_is_the_largest_ack_ever():
     t = table()
     t.register("a", "10.0.0.5:1", 0)
     t.register("b", "10.0.0.6:1", 0)
-    t.report("a", 4000, 1, 5000, _oldest_kept)
-    t.report("b", 2000, 1, 5000, _oldest_kept)
-    t.report("a", 3000, 2, 5000, _oldest_kept)  # a slave that went back (newest report wins)
-    assert t.replicas["a"].slave_ack_offset == 3000
+    sent_and_acked(t, "a", 4000, 1)
+    sent_and_acked(t, "b", 2000, 1)
+    outcome = t.report("a", 3000, 2, 5000, _not_asked)  # a slave that went back
+    assert outcome.kind is ReportKind.ACK and outcome.regressed == 4000
+    assert t.replicas["a"].slave_ack_offset == 3000  # the newest report wins, as in Java
+    assert t.replicas["a"].transfer_from_where == 4000  # the stream goes on where it is
     assert t.push2slave_max_offset == 4000
 
 
@@ -83,7 +97,7 @@ def test_a_report_beyond_the_master_max_offset_is_refused(first):
     t = table()
     r = t.register("a", "10.0.0.5:1", 0)
     if not first:
-        t.report("a", 100, 1, 5000, _oldest_kept)
+        sent_and_acked(t, "a", 100, 1)
     outcome = t.report("a", 5001, 2, 5000, _oldest_kept)
     assert outcome.kind is ReportKind.BEYOND_MAX
     assert r.slave_ack_offset == (-1 if first else 100)
@@ -96,21 +110,21 @@ def test_is_slave_ok_needs_a_live_reported_replica_within_the_gap():
     t.register("probe", "10.0.0.5:1", 0)
     assert not t.is_slave_ok(10, now=0)           # connected, never reported (a port probe)
     t.register("a", "10.0.0.6:1", 0)
-    t.report("a", 500, 0, 5000, _oldest_kept)
+    sent_and_acked(t, "a", 500, 0)
     assert t.is_slave_ok(1499, now=0)
     assert not t.is_slave_ok(1500, now=0)         # gap == haSlaveFallbehindMax
     assert t.is_slave_ok(1499, now=10_000)        # heard 10 s ago: 2 x heartbeat interval
     assert not t.is_slave_ok(1499, now=10_001)    # silent longer: not live any more
-    t.report("a", 600, 12_000, 5000, _oldest_kept)
+    sent_and_acked(t, "a", 600, 12_000)
     assert t.is_slave_ok(1599, now=12_000)
 
 
 def test_the_gap_is_measured_against_live_replicas_only():
     t = table(haSlaveFallbehindMax=1000)
     t.register("old", "10.0.0.5:1", 0)
-    t.report("old", 4000, 0, 5000, _oldest_kept)
+    sent_and_acked(t, "old", 4000, 0)
     t.register("new", "10.0.0.6:1", 0)
-    t.report("new", 100, 20_000, 5000, _oldest_kept)
+    sent_and_acked(t, "new", 100, 20_000)
     # push2SlaveMaxOffset still remembers 4000, but only "new" is live
     assert t.push2slave_max_offset == 4000
     assert not t.is_slave_ok(4500, now=20_000)
@@ -146,7 +160,7 @@ def test_housekeeping_finds_connections_silent_for_the_interval():
 def test_runtime_info_names_and_values():
     t = table(haSlaveFallbehindMax=1000)
     t.register("a", "10.0.0.5:4000", 0)
-    t.report("a", 4500, 0, 5000, _oldest_kept)
+    sent_and_acked(t, "a", 4500, 0)
     t.register("b", "10.0.0.6:4000", 0)
     info = t.runtime_info(5000, now=0)
     assert info == {

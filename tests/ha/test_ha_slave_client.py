@@ -1,11 +1,13 @@
 """The slave's HA client state machine (``HAService.HAClient``; RMQ5 ``DefaultHAClient``), driven
 by hand with ``now`` values and an in-memory commit log: states, reports, appends at
 exactly the advertised offset for any split of the stream, offset mismatches, the
-re-seed recovery, reconnect backoff and housekeeping."""
+re-seed recovery, reconnect backoff and housekeeping. The bytes are arbitrary, so the
+record checks are off here (they are tested on real stores in tests/hostile)."""
 
 from collections import namedtuple
 
 import pytest
+from twisted.logger import capturedLogs
 
 from rmqproto.codec.ha import HAConnectionState as S, encode_slave_report, encode_transfer
 from rmqproto.ha.client import (RECONNECT_FIRST_DELAY, RECONNECT_MAX_DELAY, Close, Connect,
@@ -44,7 +46,7 @@ class MemoryLog:
     def reset_commit_log(self, offset):
         self.resets.append(offset)
         self.base, self.data = offset, bytearray()
-        return True
+        return ["commitlog.aside", "consumequeue.aside"]
 
     def replication_segment(self):
         """The open segment (None when the log is empty)."""
@@ -65,23 +67,23 @@ def report(offset):
     return Send(encode_slave_report(offset))
 
 
-def connected(store=None, now=100.0):
-    client = HAClient(store or MemoryLog(), CONFIG)
+def connected(store=None, now=100.0, **config):
+    client = HAClient(store or MemoryLog(), dict(CONFIG, **config), check_records=False)
     assert client.start(now) == []
     assert client.update_master_address(MASTER, now) == [Connect(MASTER)]
     assert client.state is S.READY
     return client
 
 
-def transferring(store=None, now=100.0):
-    client = connected(store, now)
+def transferring(store=None, now=100.0, **config):
+    client = connected(store, now, **config)
     client.connection_made(now)
     return client
 
 
 def test_connects_once_the_address_is_known_and_reports_at_once():
     store = MemoryLog(base=2048, data=b"x" * 10)
-    client = HAClient(store, CONFIG)
+    client = HAClient(store, CONFIG, check_records=False)
     assert client.start(0.0) == [] and client.get_timer() is None
     assert client.update_master_address(MASTER, 1.0) == [Connect(MASTER)]
     assert client.update_master_address(MASTER, 1.0) == []  # already connecting
@@ -91,7 +93,7 @@ def test_connects_once_the_address_is_known_and_reports_at_once():
 
 
 def test_the_address_is_only_used_after_start():
-    client = HAClient(MemoryLog(), CONFIG)
+    client = HAClient(MemoryLog(), CONFIG, check_records=False)
     assert client.update_master_address(MASTER, 0.0) == []
     assert client.start(0.0) == [Connect(MASTER)]
 
@@ -160,19 +162,28 @@ def test_a_master_behind_a_segment_start_is_a_mismatch():
     assert store.resets == []
 
 
-def test_a_segment_start_ahead_reseeds_the_store():
+def test_a_segment_start_ahead_reseeds_the_store_from_the_configured_master_only():
     store = MemoryLog(data=b"z" * 100)
-    client = transferring(store)
-    actions = client.data_received(encode_transfer(4 * FILE_SIZE, b"new"), 101.0)
+    client = transferring(store, haMasterAddress=MASTER)
+    with capturedLogs() as events:
+        actions = client.data_received(encode_transfer(4 * FILE_SIZE, b"new"), 101.0)
     assert actions == [report(4 * FILE_SIZE + 3)]
     assert store.resets == [4 * FILE_SIZE] and bytes(store.data) == b"new"
     assert client.state is S.TRANSFER
+    [line] = [e for e in events if "moved aside" in e["log_format"]]
+    assert line["moved"] == "commitlog.aside, consumequeue.aside"
+    for config in ({}, {"haMasterAddress": "10.0.0.3:10912"}):  # a NameServer's, another
+        store = MemoryLog(data=b"z" * 100)
+        client = transferring(store, **config)
+        [close] = client.data_received(encode_transfer(4 * FILE_SIZE, b"new"), 101.0)
+        assert "only the master named by haMasterAddress" in close.reason
+        assert store.resets == [] and bytes(store.data) == b"z" * 100
 
 
 def test_a_refused_reseed_closes():
     store = MemoryLog(data=b"z" * 100)
-    store.reset_commit_log = lambda offset: False
-    client = transferring(store)
+    store.reset_commit_log = lambda offset: []
+    client = transferring(store, haMasterAddress=MASTER)
     assert client.data_received(encode_transfer(4 * FILE_SIZE, b"new"), 101.0) == [
         Close("cannot restart the commit log at %d" % (4 * FILE_SIZE))]
 

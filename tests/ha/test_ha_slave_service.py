@@ -15,6 +15,8 @@ from rmqproto.ha import ha_service
 from rmqproto.ha.slave import READ_SIZE, SMALL_READ_SIZE, HASlaveService
 from rmqproto.store.defaultstore import DefaultMessageStore
 
+from support.recordstream import record, segment
+
 SEGMENT = 64 * 1024
 
 
@@ -74,7 +76,9 @@ def test_the_connection_reads_a_mebibyte_at_once_while_reads_fill_the_buffer(sla
     protocol.makeConnection(transport)
     assert transport.bufferSize == SMALL_READ_SIZE == 1 << 16
     half = SEGMENT // 2  # transfers never cross a segment
-    stream = b"".join(encode_transfer(offset, bytes(half)) for offset in range(0, 6 * half, half))
+    log = b"".join(segment(SEGMENT, seed=seed) for seed in range(3))
+    stream = b"".join(encode_transfer(offset, log[offset:offset + half])
+                      for offset in range(0, 6 * half, half))
     protocol.dataReceived(stream[:100])  # a short read keeps the small buffer
     assert transport.bufferSize == SMALL_READ_SIZE
     protocol.dataReceived(stream[100:100 + SMALL_READ_SIZE])  # a full one: catching up
@@ -92,13 +96,18 @@ def test_replicates_reports_heartbeats_and_housekeeping(slave):
     service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")
     protocol, transport = connect(reactor)
     transport.clear()
-    protocol.dataReceived(encode_transfer(SEGMENT, b"\0" * 100)[:50])
-    protocol.dataReceived(encode_transfer(SEGMENT, b"\0" * 100)[50:])
-    assert controller.store.get_max_phy_offset() == SEGMENT + 100
-    assert transport.value() == encode_slave_report(SEGMENT + 38) + encode_slave_report(SEGMENT + 100)
+    one = record(b"\0" * 100)
+    end = SEGMENT + len(one)
+    protocol.dataReceived(encode_transfer(SEGMENT, one)[:50])
+    # 38 bytes of a record: the log starts at SEGMENT, nothing whole after it to acknowledge
+    assert transport.value() == encode_slave_report(SEGMENT)
+    transport.clear()
+    protocol.dataReceived(encode_transfer(SEGMENT, one)[50:])
+    assert controller.store.get_max_phy_offset() == end
+    assert transport.value() == encode_slave_report(end)
     transport.clear()
     reactor.advance(5.0)
-    assert transport.value() == encode_slave_report(SEGMENT + 100)
+    assert transport.value() == encode_slave_report(end)
     for _ in range(3):
         reactor.advance(5.0)
     assert transport.disconnecting  # 20 s without a byte from the master
@@ -108,17 +117,18 @@ def test_replicates_reports_heartbeats_and_housekeeping(slave):
     reactor.advance(1.0)
     assert len(reactor.tcpClients) == attempts + 1
     _, again = connect(reactor)
-    assert again.value() == encode_slave_report(SEGMENT + 100)
+    assert again.value() == encode_slave_report(end)
 
 
 def test_mismatch_closes_the_connection(slave):
     controller, service = slave
     service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")
     protocol, transport = connect(controller.reactor)
-    protocol.dataReceived(encode_transfer(0, b"\0" * 10))
-    protocol.dataReceived(encode_transfer(5, b"\0" * 10))
+    one = record()
+    protocol.dataReceived(encode_transfer(0, one))
+    protocol.dataReceived(encode_transfer(5, one))
     assert transport.disconnecting
-    assert controller.store.get_max_phy_offset() == 10
+    assert controller.store.get_max_phy_offset() == len(one)
 
 
 def test_failed_connections_are_retried_with_backoff(slave):

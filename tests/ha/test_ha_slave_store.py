@@ -8,6 +8,7 @@ import os
 import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
+from twisted.logger import capturedLogs
 
 from rmqproto.codec.ha import encode_transfer
 from rmqproto.codec.message import MessageRecord, decode_record
@@ -72,11 +73,13 @@ def replicate(client, stream, read_size):
     return actions
 
 
-def connected_client(slave):
-    """An HA client of ``slave`` connected to a master at time 0 (its first report sent)."""
-    client = HAClient(slave, slave.config)
+def connected_client(slave, configured=False):
+    """An HA client of ``slave`` connected to a master at time 0 (its first report sent);
+    ``configured``: the master is the slave's ``haMasterAddress``."""
+    address = "127.0.0.1:10912"
+    client = HAClient(slave, dict(slave.config, haMasterAddress=address if configured else ""))
     client.start(0.0)
-    client.update_master_address("127.0.0.1:1", 0.0)
+    client.update_master_address(address, 0.0)
     client.connection_made(0.0)
     return client
 
@@ -119,16 +122,29 @@ def test_an_empty_slave_starts_at_the_masters_last_segment(pair):
     assert slave.get_max_phy_offset() == master.get_max_phy_offset()
 
 
-def test_reseed_discards_the_log_and_queues_and_continues(pair):
+def test_reseed_moves_the_log_and_queues_aside_and_continues(pair):
     master, slave = pair
     fill(master, 700)
-    client = connected_client(slave)
+    client = connected_client(slave, configured=True)
     first = master_stream(master, 0)
     replicate(client, first[:12 + BATCH], 5000)  # the slave holds the first transfer only
+    slave.reactor.advance(1)  # dispatched
     assert slave.get_max_phy_offset() == BATCH
+    kept = {name: open(os.path.join(slave.paths["commitlog"], name), "rb").read()
+            for name in os.listdir(slave.paths["commitlog"])}
+    queues = sorted(os.listdir(os.path.join(slave.paths["consumequeue"], "HATopic")))
     restart = 2 * SEGMENT
-    actions = replicate(client, master_stream(master, restart), 4096)
+    with capturedLogs() as events:
+        actions = replicate(client, master_stream(master, restart), 4096)
     assert not [a for a in actions if isinstance(a, Close)]
+    # the old files are where the log line says, unchanged
+    [line] = [e for e in events if "moved aside" in e.get("log_format", "")]
+    log_aside, queues_aside = line["moved"].split(", ")
+    assert log_aside.startswith(slave.paths["commitlog"] + ".ha-reseed-")
+    assert queues_aside.startswith(slave.paths["consumequeue"] + ".ha-reseed-")
+    assert {name: open(os.path.join(log_aside, name), "rb").read()
+            for name in os.listdir(log_aside)} == kept
+    assert sorted(os.listdir(os.path.join(queues_aside, "HATopic"))) == queues
     assert slave.get_min_phy_offset() == restart
     assert slave.get_max_phy_offset() == master.get_max_phy_offset()
     names = sorted(os.listdir(slave.paths["commitlog"]))
@@ -144,6 +160,19 @@ def test_reseed_discards_the_log_and_queues_and_continues(pair):
         result = slave.get_message("g", "HATopic", queue_id, low, 1)
         assert result.status is GetMessageStatus.FOUND
         assert decode_record(result.messages[0]).commit_log_offset >= restart
+
+
+def test_a_reseed_from_a_master_not_configured_leaves_the_store_alone(pair):
+    master, slave = pair
+    fill(master, 700)
+    client = connected_client(slave)  # the master's address came from a NameServer
+    replicate(client, master_stream(master, 0)[:12 + BATCH], 5000)
+    before = sorted(os.listdir(slave.paths["root"]))
+    actions = replicate(client, master_stream(master, 2 * SEGMENT), 4096)
+    [close] = [a for a in actions if isinstance(a, Close)]
+    assert "only the master named by haMasterAddress may re-seed" in close.reason
+    assert slave.get_max_phy_offset() == BATCH and slave.get_min_phy_offset() == 0
+    assert sorted(os.listdir(slave.paths["root"])) == before
 
 
 def test_reset_commit_log_refuses_an_offset_inside_a_segment(pair):

@@ -63,15 +63,18 @@ class HAPair:
     """Our NameServer and SYNC_MASTER, and a ``java`` or ``ours`` slave, under ``workdir``.
 
     ``proxy=True`` puts a :class:`FaultProxy` (``self.proxy``) between the slave and the
-    master's HA port. ``master_settings`` are Java property names for the master.
+    master's HA port. ``master_settings`` are Java property names for the master,
+    ``slave_settings`` (a dict) for the slave.
     """
 
-    def __init__(self, workdir, slave_kind, proxy=False, topic="HATopic", **master_settings):
+    def __init__(self, workdir, slave_kind, proxy=False, topic="HATopic", slave_settings=None,
+                 **master_settings):
         assert slave_kind in ("java", "ours")
         self.workdir = workdir
         self.slave_kind = slave_kind
         self.topic = topic
         self.master_settings = dict(dict(brokerRole="SYNC_MASTER", slaveTimeout=2000), **master_settings)
+        self.slave_settings = slave_settings or {}
         self.master_port = broker_port()
         self.master_addr = "127.0.0.1:%d" % self.master_port
         self.master_store = workdir / "store"
@@ -113,6 +116,7 @@ class HAPair:
                         mappedFileSizeConsumeQueue=6000)
         if self.proxy is not None:
             settings["haMasterAddress"] = self.proxy.address
+        settings.update(self.slave_settings)
         if self.slave_kind == "java":
             self.slave = self.peers.broker("slave", storePathRootDir=self.slave_store,
                                            storePathCommitLog=self.slave_store / "commitlog",
