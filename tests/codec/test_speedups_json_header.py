@@ -1,4 +1,4 @@
-"""The C reader of the usual JSON header (``rmqproto/codec/jsonheader.c``, behind
+"""The C reader of the usual JSON header (``rmqproto/codec/speedups/jsonheader.c``, behind
 ``decode_frame``) against the Python decoder it fronts: headers written by fastjson's
 rules, with any JSON spacing and escapes, and the same texts damaged. Values, their types,
 the order of ``extFields`` and errors must be the same. ``test_speedups_requests.py`` covers

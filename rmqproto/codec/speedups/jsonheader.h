@@ -1,6 +1,7 @@
 /*
- * The usual JSON header of a remoting frame (reference §1.2), read straight into its
- * values without building the dict a general JSON parser would.
+ * The usual JSON header of a remoting frame (RemotingCommand#headerEncode, fastjson's
+ * RemotingSerializable; docs/codecs/remoting.md), read straight into its values without
+ * building the dict a general JSON parser would.
  */
 #ifndef RMQPROTO_JSONHEADER_H
 #define RMQPROTO_JSONHEADER_H

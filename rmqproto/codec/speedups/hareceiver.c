@@ -1,15 +1,16 @@
 /*
  * HAReceiver: an HA slave's receive loop in a thread of its own, without the GIL.
  *
- * It reads the master's transfers (8-byte offset, 4-byte body size, body; reference
- * §4.2) from the connection, copies each body into the mapped commit-log segment at
- * exactly the offset the header names, and reports the new end to the master (8 bytes)
- * after every read that grew it, and every heartbeat interval when nothing did; as Java's
- * HAClient thread does. The end it wrote is published atomically; the reactor takes it
- * (``progress``), moves the segment's write position and dispatches. Whatever is not
- * the plain case (an offset other than the end, a body that does not fit the segment, a
- * negative size) ends the loop, and the bytes from that header on go back to the Python
- * HA client, which handles them as it handles every read without this loop.
+ * It reads the master's transfers (8-byte offset, 4-byte body size, body, as
+ * HAConnection.WriteSocketService writes them) from the connection, copies each body
+ * into the mapped commit-log segment at exactly the offset the header names, and reports
+ * the new end to the master (8 bytes) after every read that grew it, and every heartbeat
+ * interval when nothing did; as Java's HAClient thread does. The end it wrote is
+ * published atomically; the reactor takes it (``progress``), moves the segment's write
+ * position and dispatches. Whatever is not the plain case (an offset other than the end,
+ * a body that does not fit the segment, a negative size) ends the loop, and the bytes
+ * from that header on go back to the Python HA client, which handles them as it handles
+ * every read without this loop.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
