@@ -556,6 +556,21 @@ entries_fit(const BatchTarget *target, Py_ssize_t n, int64_t total)
         && target->begin_queue_offset <= INT64_MAX - (n - 1);
 }
 
+/* Measure e (its body, flag and stored properties set), a record of overhead bytes
+ * besides them, and compute its body CRC, adding its size to *total: 1, or 0 when it is
+ * too large (stored properties over 32767 bytes, a record over 2 GiB). */
+static int
+measure_entry(StoredEntry *e, int64_t overhead, int64_t *total)
+{
+    Py_ssize_t stored = stored_length(&e->stored);
+    e->size = overhead + e->body_length + stored;
+    if (stored > MAX_PROPERTIES_LENGTH || e->size > INT32_MAX || *total > INT64_MAX - e->size)
+        return 0;
+    *total += e->size;
+    e->crc = masked_crc32(e->body, e->body_length);
+    return 1;
+}
+
 /* A new reference to entry i's properties dict (its dispatch's), or NULL with an error set. */
 typedef PyObject *(*EntryProperties)(void *context, Py_ssize_t i);
 
@@ -666,7 +681,7 @@ write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto other;
     shares = read_shared(PySequence_Fast_GET_ITEM(records, 0), &shared);
     if (shares <= 0)
-        goto not_shared;
+        goto other;
     /* first: every record is checked, measured and its CRC computed before anything is
      * changed */
     entries = PyMem_Calloc(n, sizeof(StoredEntry));
@@ -684,34 +699,27 @@ write_stored_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         int ok = 1;
         shares = i == 0 ? 1 : shares_fields(record, &shared);
         if (shares <= 0)
-            goto not_shared;
+            goto other;
         if ((bodies[i] = get_field(record, F_BODY)) == NULL)
             goto decided;
         e->flag = long_field(record, F_FLAG, &ok);
         if (ok < 0)
             goto decided;
         if (!ok || !PyBytes_Check(bodies[i]) || !PyBytes_Check(props)
-                || PyBytes_GET_SIZE(props) > MAX_PROPERTIES_LENGTH
                 || e->flag < INT32_MIN || e->flag > INT32_MAX)
             goto other;
         e->body = (const unsigned char *)PyBytes_AS_STRING(bodies[i]);
         e->body_length = PyBytes_GET_SIZE(bodies[i]);
         e->stored = whole_properties(props);
-        e->size = overhead + e->body_length + stored_length(&e->stored);
-        if (e->size > INT32_MAX || total > INT64_MAX - e->size)
+        if (!measure_entry(e, overhead, &total))
             goto other;
-        total += e->size;
-        e->crc = masked_crc32(e->body, e->body_length);
     }
     if (!entries_fit(&target, n, total))
         goto other;
     result = store_entries(&target, &shared, entries, n, records, record_properties, records);
     goto decided;
-not_shared:
-    if (shares < 0)
-        goto decided;
-other:
-    result = Py_NewRef(Py_None);
+other:  /* declined; or, with shares < 0, failed reading the shared fields */
+    result = shares < 0 ? NULL : Py_NewRef(Py_None);
 decided:
     if (bodies != NULL) {
         for (Py_ssize_t i = 0; i < n; i++)
@@ -850,7 +858,7 @@ write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t n = 0, pos;
     int shares = target.in_range ? read_shared(args[6], &shared) : 0;
     if (shares <= 0)
-        goto not_shared;
+        goto other;
     /* first: the count messages (pack_batch counted them) are measured and their CRCs
      * computed; a body of another count is declined */
     n = PyLong_AsSsize_t(args[10]);
@@ -872,22 +880,16 @@ write_packed_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         e->body_length = item.body_length;
         e->flag = item.flag;
         e->stored = batch_message_stored(&item, batch, batch_length);
-        e->size = overhead + item.body_length + stored_length(&e->stored);
-        if (stored_length(&e->stored) > MAX_PROPERTIES_LENGTH || e->size > INT32_MAX)
+        if (!measure_entry(e, overhead, &total))
             goto other;
-        total += e->size;
-        e->crc = masked_crc32(e->body, e->body_length);
     }
     if (pos != body_view.len || !entries_fit(&target, n, total))
         goto other;
     properties.entries = entries;
     result = store_entries(&target, &shared, entries, n, NULL, packed_properties, &properties);
     goto decided;
-not_shared:
-    if (shares < 0)
-        goto decided;
-other:
-    result = Py_NewRef(Py_None);
+other:  /* declined; or, with shares < 0, failed reading the shared fields */
+    result = shares < 0 ? NULL : Py_NewRef(Py_None);
 decided:
     PyMem_Free(entries);
     clear_pattern(&properties.pattern);
