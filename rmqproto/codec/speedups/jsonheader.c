@@ -197,15 +197,15 @@ read_int(Cursor *c, PyObject **value)
     int negative = p < c->end && *p == '-';
     p += negative;
     const unsigned char *digits = p;
-    long long number = 0;
+    unsigned long long number = 0;  /* wraps (defined) past 19 digits, then refused */
     while (p < c->end && *p >= '0' && *p <= '9')
-        number = number * 10 + (*p++ - '0');
+        number = number * 10 + (unsigned)(*p++ - '0');
     Py_ssize_t count = p - digits;
     if (count == 0 || count > 18 || (count > 1 && digits[0] == '0') || (negative && number == 0)
             || (p < c->end && (*p == '.' || *p == 'e' || *p == 'E')))
         return 0;
     c->p = p;
-    *value = PyLong_FromLongLong(negative ? -number : number);
+    *value = PyLong_FromLongLong(negative ? -(long long)number : (long long)number);
     return *value == NULL ? -1 : 1;
 }
 

@@ -1,0 +1,1 @@
+"""Coverage-guided fuzz targets of the C speedups (docs/speedups-layout.md)."""
