@@ -163,7 +163,8 @@ def main(argv=None):
     for target in args.names or targets():
         with tempfile.TemporaryDirectory() as found:
             done = run(binary, target, args.seconds, [found, CORPUS / target])
-            print("%s: %s" % (target, done.stderr.strip().splitlines()[-1:]), flush=True)
+            summary = [line for line in done.stderr.splitlines() if "DONE" in line]
+            print("%s: %s" % (target, (summary or ["no summary"])[-1]), flush=True)
             if done.returncode != 0:
                 print(done.stderr[-8000:], file=sys.stderr)
                 return 1

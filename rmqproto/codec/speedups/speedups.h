@@ -6,7 +6,7 @@
  * Each other .c file here is named after the Python module whose functions it speeds up
  * (docs/speedups-layout.md); each function does exactly what its Python twin, named in
  * its docstring, does (tests/codec/test_speedups*.py compare them on random inputs). The
- * helpers are static inline, as they were when all this was one file.
+ * helpers here are static inline, so that the hot loops call none of them across files.
  */
 #ifndef RMQPROTO_SPEEDUPS_H
 #define RMQPROTO_SPEEDUPS_H
@@ -40,7 +40,7 @@
 #define TRANSACTION_PREPARED_TYPE 0x4
 #define TRANSACTION_ROLLBACK_TYPE 0xC
 /* a consume-queue unit (ConsumeQueue.CQ_STORE_UNIT_SIZE); an index entry packed as
- * rmqproto.store.indexservice.PackedEntries packs it */
+ * rmqproto.codec.indexfile.PackedEntries packs it */
 #define CQ_UNIT_SIZE 20
 #define PACKED_ENTRY_SIZE 20
 
