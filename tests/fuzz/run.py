@@ -35,12 +35,9 @@ ENVIRONMENT = {"PYTHONMALLOC": "malloc",
 
 
 def targets():
-    """The target names, from ``targets.py`` (read, not imported: it runs in the harness)."""
-    text = (HERE / "targets.py").read_text()
-    start = text.index("TARGETS = (")
-    return tuple(name.strip().strip('"') for name in
-                 text[start + len("TARGETS = ("):text.index(")", start)].replace("\n", " ")
-                 .split(",") if name.strip())
+    """The target names (``fuzz.TARGETS``; ``targets.py`` itself runs only in the harness)."""
+    from fuzz import TARGETS
+    return TARGETS
 
 
 def missing():
@@ -133,7 +130,6 @@ def seeds():
 
 def _header_class_names():
     """The header classes' names, as ``targets.decode_header`` orders them."""
-    sys.path[:0] = [str(REPO), str(REPO / "tests")]
     from rmqproto.codec.headers import HEADER_CLASSES
     return [cls.__name__ for cls in HEADER_CLASSES.values()]
 
@@ -152,6 +148,7 @@ def main(argv=None):
     parser.add_argument("--seeds", action="store_true", help="write the seed corpus and stop")
     parser.add_argument("names", nargs="*", metavar="target", help="default: every target")
     args = parser.parse_args(argv)
+    sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the checkout's rmqproto and fuzz
     if args.seeds:
         write_seeds()
         return 0

@@ -18,11 +18,6 @@ from rmqproto.store.mappedfile import MappedFile
 if speedups is None or speedups.__spec__.origin != "built-in":
     raise ImportError("the fuzz targets run in the harness, which links the speedups in")
 
-#: The names of the targets, in the order ``run.py`` runs them.
-TARGETS = ("split_frames", "decode_frame", "decode_header", "properties", "take_usual_records",
-           "dispatch_usual_records", "batch_body", "transfer_units", "ha_receiver")
-
-
 def _outcome(fn, *args):
     """What ``fn(*args)`` returns, or the type and message of what it raises."""
     try:
