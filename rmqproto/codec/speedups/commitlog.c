@@ -8,9 +8,9 @@ PyDoc_STRVAR(check_batch_records_doc,
 "check_batch_records(records, topic, queue_id, topic_length) -> (list, int) or None\n\n"
 "The loop of rmqproto.store.commitlog.check_batch for records that pass it: the stored\n"
 "properties bytes of each record, which gets the version-1 magic code and its store\n"
-"size, and the records' total size.  None when a record is of another topic or queue, is a transaction's, or has no\n"
-"stored properties bytes or more than 32767 of them (the caller checks the records in\n"
-"Python to say why).");
+"size, and the records' total size.  None when a record is of another topic or queue,\n"
+"is a transaction's, or has no stored properties bytes or more than 32767 of them (the\n"
+"caller checks the records in Python to say why).");
 
 static PyObject *
 check_batch_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -85,9 +85,9 @@ PyDoc_STRVAR(check_message_record_doc,
 "check_message_record(record, topic_length, max_message_size) -> (bytes, int) or None\n\n"
 "rmqproto.store.commitlog.check_message after the topic check, for a record that passes\n"
 "it: its properties_utf8 bytes and its store size, which the record gets, with the\n"
-"version-1 magic code.  None when its properties are not a dict of str, its body is not bytes, its sys\n"
-"flag not an int64, topic_length not within 0..127 or when a size check fails (the\n"
-"caller checks the record in Python to say why).");
+"version-1 magic code.  None when its properties are not a dict of str, its body is not\n"
+"bytes, its sys flag not an int64, topic_length not within 0..127 or when a size check\n"
+"fails (the caller checks the record in Python to say why).");
 
 /* check_message_record's answer for record: a new reference, or NULL with an error set.
  * ok: whether topic_length and max_message_size were ints in range. */
