@@ -77,6 +77,8 @@ _UNUSUAL = [
     b'{"code":1}x', b'{"code":1,}', b'{,}', b'{"code" 1}', b'{"code":1 "flag":2}', b'[1]',
     b'"s"', b'', b' ', b'{', b'{"code":nul}', b'{"code":1}{}', b'{"extFields":{"a":"b",}}',
     b'{"extFields":{"a" "b"}}', b'{"extFields":{a:"b"}}', b'\xef\xbb\xbf{"code":1}',
+    # more digits than an int64 holds: read without overflow (the sanitized run checks)
+    b'{"code":' + b"9" * 40 + b"}", b'{"opaque":-' + b"5" * 30 + b"}",
 ]
 
 
