@@ -1,4 +1,6 @@
 """Packaging for rmqproto."""
+from glob import glob
+
 from setuptools import Extension, find_packages, setup
 
 setup(
@@ -11,12 +13,11 @@ setup(
     packages=find_packages(include=["rmqproto", "rmqproto.*", "plugins", "plugins.*"])
     + ["twisted.plugins"],
     package_data={"twisted": ["plugins/*.py"]},
-    # C versions of codec hot paths; without a compiler the Python ones are used
+    # C versions of codec, store and broker hot paths in one module, a file a Python module
+    # they speed up (docs/speedups.md); without a compiler the Python ones are used
     ext_modules=[Extension("rmqproto.codec._speedups",
-                           ["rmqproto/codec/_speedups.c", "rmqproto/codec/crc32.c",
-                            "rmqproto/codec/hareceiver.c", "rmqproto/codec/jsonheader.c"],
-                           depends=["rmqproto/codec/crc32.h", "rmqproto/codec/hareceiver.h",
-                                    "rmqproto/codec/jsonheader.h"],
+                           sorted(glob("rmqproto/codec/speedups/*.c")),
+                           depends=sorted(glob("rmqproto/codec/speedups/*.h")),
                            optional=True)],
     install_requires=[
         "twisted>=23.8",

@@ -1,4 +1,4 @@
-"""The C versions of codec hot paths (``_speedups.c``), or None when they are not built.
+"""The C versions of codec hot paths (``rmqproto/codec/speedups/``), or None when not built.
 
 ``setup.py`` builds them where a C compiler is found (``optional``: an install without
 one still works). A build that is there but cannot be loaded (a damaged file, a build for

@@ -1,8 +1,8 @@
 """An HA slave's receive loop in a thread of its own, on the reactor (``HAService.HAClient``).
 
 While the master's transfers are the plain case (each at the slave's end, in the current
-commit-log segment), the C loop ``HAReceiver`` (``rmqproto/codec/hareceiver.c``) reads
-them, copies them into the mapped segment and reports to the master without the
+commit-log segment), the C loop ``HAReceiver`` (``rmqproto/codec/speedups/hareceiver.c``)
+reads them, copies them into the mapped segment and reports to the master without the
 interpreter, as Java's HAClient thread does. :class:`ReceiveThread` runs it and brings
 its progress to the reactor: the loop wakes the reactor after a read once armed, and the
 reactor then takes the progress every :data:`PROGRESS_INTERVAL` until a round finds

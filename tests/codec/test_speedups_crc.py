@@ -1,6 +1,6 @@
-"""The C ``crc32`` (``rmqproto/codec/crc32.c``) against ``zlib.crc32``, its Python twin: every
-length across the 16- and 64-byte steps of the folding, unaligned views, continued values,
-the kinds of buffer the store passes, and the errors."""
+"""The C ``crc32`` (``rmqproto/codec/speedups/crc32.c``) against ``zlib.crc32``, its Python
+twin: every length across the 16- and 64-byte steps of the folding, unaligned views,
+continued values, the kinds of buffer the store passes, and the errors."""
 
 import mmap
 import os

@@ -1,7 +1,7 @@
-"""``HAReceiver``, the C receive loop of an HA slave (``rmqproto/codec/hareceiver.c``), on
-a socket pair with this test as the master: bodies land in the segment at exactly the
-offsets named, reports follow every read that grew the end, and every case that is not
-the plain one hands the bytes back from its header on, however the stream is split."""
+"""``HAReceiver``, the C receive loop of an HA slave (``rmqproto/codec/speedups/hareceiver.c``),
+on a socket pair with this test as the master: bodies land in the segment at exactly the
+offsets named, reports follow every read that grew the end, and every case that is not the
+plain one hands the bytes back from its header on, however the stream is split."""
 
 import os
 import select

@@ -1,4 +1,4 @@
-"""The C reader of the usual JSON header (``rmqproto/codec/jsonheader.c``, behind
+"""The C reader of the usual JSON header (``rmqproto/codec/speedups/jsonheader.c``, behind
 ``decode_frame``) against the Python decoder it fronts: headers written by fastjson's
 rules, with any JSON spacing and escapes, and the same texts damaged. Values, their types,
 the order of ``extFields`` and errors must be the same. ``test_speedups_requests.py`` covers
@@ -77,6 +77,8 @@ _UNUSUAL = [
     b'{"code":1}x', b'{"code":1,}', b'{,}', b'{"code" 1}', b'{"code":1 "flag":2}', b'[1]',
     b'"s"', b'', b' ', b'{', b'{"code":nul}', b'{"code":1}{}', b'{"extFields":{"a":"b",}}',
     b'{"extFields":{"a" "b"}}', b'{"extFields":{a:"b"}}', b'\xef\xbb\xbf{"code":1}',
+    # more digits than an int64 holds: read without overflow (the sanitized run checks)
+    b'{"code":' + b"9" * 40 + b"}", b'{"opaque":-' + b"5" * 30 + b"}",
 ]
 
 

@@ -1,9 +1,9 @@
 """The C speedups built with AddressSanitizer and UndefinedBehaviorSanitizer and run through
 their own tests (``test_speedups*.py``: random and malformed inputs from Hypothesis).
 
-A read or write outside a buffer, a use after free or undefined arithmetic in
-``_speedups.c`` on any of those inputs stops the inner run with the sanitizer's report,
-where the normal build could go on with a wrong answer or crash a broker later. Objects are
+A read or write outside a buffer, a use after free or undefined arithmetic in the C files
+(``rmqproto/codec/speedups/``) on any of those inputs stops the inner run with the sanitizer's
+report, where the normal build could go on with a wrong answer or crash a broker later. Objects are
 allocated with ``malloc`` (``PYTHONMALLOC=malloc``) so that the sanitizer sees the end of
 every Python object the C code reads, not only of the arenas of Python's allocator.
 """
