@@ -8,8 +8,10 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["rmqproto", "rmqproto.*", "plugins", "plugins.*"])
-    + ["twisted.plugins"],
+    # plugins/ installs as rmqproto_plugins: a top-level "plugins" would clash with others'
+    packages=find_packages(include=["rmqproto", "rmqproto.*"])
+    + ["rmqproto_plugins", "twisted.plugins"],
+    package_dir={"rmqproto_plugins": "plugins"},
     package_data={"twisted": ["plugins/*.py"]},
     # C versions of codec hot paths; without a compiler the Python ones are used
     ext_modules=[Extension("rmqproto.codec._speedups",
