@@ -332,9 +332,10 @@ class DefaultMessageStore:
             cq.correct_min_offset(min_physic)
         self.commit_log.topic_queue_table = table
 
-    def start(self):
-        """Lock the directory, dispatch what the consume queues miss, start the flush
-        services and create the ``abort`` file."""
+    def lock(self):
+        """Take the ``lock`` file of the store's directory (a broker does it before its
+        reactor runs); raises :class:`StoreError` when another process holds it."""
+        os.makedirs(self.paths["root"], exist_ok=True)
         self._lock_fd = os.open(self.paths["lock"], os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -342,6 +343,12 @@ class DefaultMessageStore:
             os.close(self._lock_fd)
             self._lock_fd = None
             raise StoreError("the store in %s is locked by another process" % self.paths["root"])
+
+    def start(self):
+        """Lock the directory (unless :meth:`lock` did), dispatch what the consume queues
+        miss, start the flush services and create the ``abort`` file."""
+        if self._lock_fd is None:
+            self.lock()
         self.reput.reput_from_offset = recovery.reput_start_offset(
             [cq.max_physic_offset for cq in self._all_queues()], max(self.commit_log.min_offset, 0))
         self.reput.do_reput()
