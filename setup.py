@@ -28,7 +28,9 @@ setup(
         "treq>=23.8",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4"],
+        # setuptools: tests build the speedups with setup.py (venvs of 3.12+ come without it)
+        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4",
+                 "setuptools>=61"],
         "spark": ["pyspark>=3.4"],
     },
 )

@@ -24,6 +24,7 @@ from rmqproto.broker.config import SETTINGS as BROKER_SETTINGS, apply_startup_ru
 from rmqproto.config import ConfigError, Setting, Settings, in_range
 from rmqproto.services import namesrv
 from rmqproto.services.broker import BrokerService
+from rmqproto.services.named import NamedReactor, name_log_lines
 from rmqproto.services.startup import StartsCleanly, log_defaults
 from rmqproto.store.mappedfile import StoreError
 
@@ -102,16 +103,20 @@ def namesrv_config(local):
 
 
 class LocalCluster(StartsCleanly, service.MultiService):
-    """NameServer, master and slave as children, started in that order (stopped in reverse);
-    ``shared``: broker properties for both brokers (:func:`broker_configs`)."""
+    """NameServer, master and slave as children, started in that order (stopped in reverse),
+    each logging under its name (:mod:`rmqproto.services.named`); ``shared``: broker
+    properties for both brokers (:func:`broker_configs`)."""
 
     def __init__(self, local, reactor=None, shared=None):
         super().__init__()
+        if reactor is None:
+            from twisted.internet import reactor
         self.local = local
-        self.namesrv = namesrv.NameServerService(namesrv_config(local), reactor)
+        self.namesrv = namesrv.NameServerService(namesrv_config(local),
+                                                 NamedReactor(reactor, "namesrv"))
         master_config, slave_config = broker_configs(local, shared)
-        self.master = BrokerService(master_config, reactor)
-        self.slave = BrokerService(slave_config, reactor)
+        self.master = BrokerService(master_config, NamedReactor(reactor, "master"))
+        self.slave = BrokerService(slave_config, NamedReactor(reactor, "slave"))
         for child in (self.namesrv, self.master, self.slave):
             child.setServiceParent(self)
 
@@ -120,7 +125,7 @@ class LocalCluster(StartsCleanly, service.MultiService):
         """Stop the slave, then the master (each unregisters), then the NameServer."""
         service.Service.stopService(self)
         for child in (self.slave, self.master, self.namesrv):
-            yield child.stopService()
+            yield child.reactor.call(child.stopService)
 
     def advice(self, error):
         if isinstance(error, StoreError):
@@ -131,7 +136,9 @@ class LocalCluster(StartsCleanly, service.MultiService):
                 "on listenPort - 2 to listenPort + 1, the slave on listenPort + 8 and + 10")
 
     def startService(self):
-        super().startService()
+        service.Service.startService(self)
+        for child in self:
+            child.reactor.call(child.startService)
         log.info("local cluster up: NameServer {ip}:{ns}, {role} {ip}:{master}, SLAVE {ip}:{slave}, "
                  "data under {data}", ip=self.local["brokerIP1"], ns=self.namesrv.port,
                  role=self.local["brokerRole"], master=self.master.port, slave=self.slave.port,
@@ -153,6 +160,7 @@ def makeService(options):
                  ("namesrvPort", "listenPort", "dataDir"),
                  "set them with -c or --namesrvPort, --listenPort, --dataDir")
     shared = {name: options.file_values[name] for name in options.unknown}
+    name_log_lines(("namesrv", "master", "slave"))
     try:
         return LocalCluster(options.values, shared=shared)
     except ConfigError as exc:

@@ -75,3 +75,5 @@ def test_one_command_runs_a_replicating_pair_a_java_client_uses(local, tmp_path)
     assert not (data / "master" / "abort").exists() and not (data / "slave" / "abort").exists()
     log = daemon.output()
     assert log.count("unregisterBroker OK") == 2, log[-3000:]
+    for name in ("master", "slave"):  # each line says which broker wrote it
+        assert "[%s rmqproto.broker.registration#info] unregisterBroker OK" % name in log

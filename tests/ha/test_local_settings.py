@@ -85,3 +85,35 @@ def test_the_help_and_the_start_say_which_defaults_it_runs_on(tmp_path):
         makeService(options)  # builds, does not listen
     assert formatEvent(events[0]) == ("rmq-local runs on the defaults listenPort=10911; set "
                                       "them with -c or --namesrvPort, --listenPort, --dataDir")
+
+
+def test_each_service_of_rmq_local_logs_under_its_name():
+    """Timers, thread results and connection events of a service carry its name."""
+    from twisted.internet.protocol import Factory, Protocol
+    from twisted.internet.testing import MemoryReactorClock, StringTransport
+    from twisted.logger import Logger, LogPublisher
+
+    from rmqproto.services.named import NamedReactor, name_log_lines
+
+    publisher, events = LogPublisher(), []
+    name_log_lines(("master", "slave"), publisher)
+    publisher.addObserver(events.append)
+    log = Logger(namespace="rmqproto.x", observer=publisher)
+
+    class Logs(Protocol):
+        def dataReceived(self, data):
+            log.info("read {data}", data=data)
+
+    memory = MemoryReactorClock()
+    master, slave = NamedReactor(memory, "master"), NamedReactor(memory, "slave")
+    master.callLater(1, log.info, "tick")
+    slave.listenTCP(0, Factory.forProtocol(Logs))
+    connection = memory.tcpServers[0][1].buildProtocol(None)
+    connection.makeConnection(StringTransport())
+    log.info("no service's")
+    memory.advance(1)
+    connection.dataReceived(b"x")
+    master.call(log.info, "started")
+    assert [(e.get("log_system"), e["log_format"]) for e in events] == [
+        (None, "no service's"), ("master rmqproto.x#info", "tick"),
+        ("slave rmqproto.x#info", "read {data}"), ("master rmqproto.x#info", "started")]
