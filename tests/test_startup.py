@@ -85,3 +85,19 @@ def test_a_store_another_broker_locked_is_one_line(tmp_path):
 def test_help_says_which_defaults_it_runs_on(plugin, defaults, tmp_path):
     status, output = twistd(tmp_path, plugin, "--help")
     assert status == 0 and defaults in " ".join(output.split()), output
+
+
+def test_daemonized_the_start_fails_with_the_line_in_its_log(tmp_path):
+    """Without -n, twistd's waiting parent is told (it exits 1) and the pidfile is removed."""
+    port = free_port()
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", port))
+        taken.listen()
+        run = subprocess.run(
+            [sys.executable, "-c", _TWISTD, "--pidfile", tmp_path / "twistd.pid", "--logfile",
+             tmp_path / "twistd.log", "rmq-nameserver",
+             *map(str, plugin_args("rmq-nameserver", tmp_path, port))],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "cannot listen on" in run.stderr, run.stderr
+    assert "give this NameServer a free listenPort" in (tmp_path / "twistd.log").read_text()
+    assert not (tmp_path / "twistd.pid").exists()

@@ -198,8 +198,9 @@ read_int(Cursor *c, PyObject **value)
     p += negative;
     const unsigned char *digits = p;
     long long number = 0;
-    while (p < c->end && *p >= '0' && *p <= '9')
-        number = number * 10 + (*p++ - '0');
+    for (; p < c->end && *p >= '0' && *p <= '9'; p++)
+        if (p - digits < 18)  /* more digits are refused below: no overflow */
+            number = number * 10 + (*p - '0');
     Py_ssize_t count = p - digits;
     if (count == 0 || count > 18 || (count > 1 && digits[0] == '0') || (negative && number == 0)
             || (p < c->end && (*p == '.' || *p == 'e' || *p == 'E')))

@@ -10,18 +10,26 @@ runs two of them side by side sees why they clash.
 from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 
+from rmqproto.errors import RmqError
 from rmqproto.store.mappedfile import StoreError
 
-__all__ = ["StartsCleanly", "log_defaults"]
+__all__ = ["StartupError", "StartsCleanly", "log_defaults"]
 
 log = Logger()
+
+
+class StartupError(SystemExit, RmqError):
+    """Ends the process like ``sys.exit(message)``: one line, status 1. Being an Exception
+    too, twistd treats it as a failed start first: it removes its pidfile and, daemonizing,
+    tells the waiting parent, which prints the line and exits 1 (a bare SystemExit would
+    leave that parent waiting forever)."""
 
 
 class StartsCleanly:
     """Mixin for a ``MultiService`` that twistd starts (before ``MultiService`` in the bases).
 
     ``privilegedStartService`` binds the children's ports, then calls :meth:`claim` for
-    the rest; a port in use or a locked store becomes ``SystemExit`` with the line
+    the rest; a port in use or a locked store becomes :class:`StartupError` with the line
     ``"<what failed>; <advice(error)>"``. Nested in another such service, it lets the error
     through so that the outermost one, whose settings the user wrote, gives the advice.
     """
@@ -41,7 +49,7 @@ class StartsCleanly:
         except (CannotListenError, StoreError) as error:
             if isinstance(self.parent, StartsCleanly):
                 raise
-            raise SystemExit("%s; %s" % (_what_failed(error), self.advice(error))) from None
+            raise StartupError("%s; %s" % (_what_failed(error), self.advice(error))) from None
 
 
 def _what_failed(error):
