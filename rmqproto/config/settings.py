@@ -124,8 +124,8 @@ class Settings:
         After parsing, ``options.values`` holds the typed values (file, then command line),
         ``options.given`` the names of the settings either of them set,
         ``options.file_values`` the file's properties (text) and ``options.unknown`` the
-        unrecognised property names of the file. A file that
-        cannot be read stops the program with one line (``SystemExit``).
+        unrecognised property names of the file. A file that cannot be read stops the
+        program with one line (``SystemExit``).
         """
         settings = self
 

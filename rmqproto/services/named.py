@@ -72,8 +72,7 @@ def name_log_lines(names, publisher=globalLogPublisher):
     names = frozenset(names)
 
     def observer(event):
-        system = (context.get(legacy.ILogContext) or {}).get("system", "")
-        name = system.split(",", 1)[0]
+        name = (context.get(legacy.ILogContext) or {}).get("system")
         if name in names and "log_system" not in event:
             event["log_system"] = "%s %s#%s" % (name, event.get("log_namespace", "-"),
                                                 getattr(event.get("log_level"), "name", "-"))
