@@ -366,8 +366,10 @@ class DefaultMessageStore:
     def shutdown(self):
         """A clean stop: flush everything, close the files, remove ``abort`` (kept when the
         store is not writable or dispatching is behind, so the next start recovers)."""
-        if self.is_shutdown and self._lock_fd is None:
+        if self.is_shutdown and (self._lock_fd is None or self.cq_flusher is None):
+            # never started, or locked (lock()) but never loaded: nothing to flush
             self._close_files()
+            self._unlock()
             return
         if self._reput_call is not None and self._reput_call.active():
             self._reput_call.cancel()
@@ -393,6 +395,9 @@ class DefaultMessageStore:
             except FileNotFoundError:
                 pass
         self._close_files()
+        self._unlock()
+
+    def _unlock(self):
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

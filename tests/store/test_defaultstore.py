@@ -810,3 +810,22 @@ def test_written_files_parse_with_the_codecs(stores):
     cq_file = os.path.join(store.paths["consumequeue"], "TopicA", "0", offset_to_file_name(0))
     units = consumequeue.valid_units(open(cq_file, "rb").read())
     assert len(units) == 10
+
+
+def test_the_lock_is_taken_before_loading_and_released_by_shutdown(tmp_path):
+    """A broker locks its store before the reactor runs (``lock``), and loads it later."""
+    from twisted.internet.task import Clock
+
+    from rmqproto.broker.config import SETTINGS
+    from rmqproto.store.defaultstore import DefaultMessageStore
+    from rmqproto.store.mappedfile import StoreError
+
+    config, _ = SETTINGS.resolve({"storePathRootDir": str(tmp_path / "store")})
+    first, second = DefaultMessageStore(config, Clock()), DefaultMessageStore(config, Clock())
+    first.lock()
+    with pytest.raises(StoreError, match="store in .* is locked by another process"):
+        second.lock()
+    first.shutdown()  # locked, never loaded: nothing to flush, the lock released
+    second.lock()
+    second.shutdown()
+    assert not (tmp_path / "store" / "abort").exists()
