@@ -1,10 +1,12 @@
 """Print the path of the newest CPython 3 on this machine: the ``python3.N`` commands on
-PATH and in pyenv's versions, each one that runs and has ``venv`` and ``ensurepip``."""
+PATH and in pyenv's versions, each one that runs and has ``venv`` and ``ensurepip`` (else
+the interpreter running this)."""
 
 import glob
 import os
 import re
 import subprocess
+import sys
 
 PROBE = "import ensurepip, sys, venv; print(*sys.version_info[:2])"
 
@@ -29,4 +31,5 @@ def version(path):
 
 
 found = {path: version(path) for path in candidates()}
-print(max((v, path) for path, v in found.items() if v is not None)[1])
+print(max(((v, path) for path, v in found.items() if v is not None),
+          default=(None, sys.executable))[1])
