@@ -10,8 +10,10 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["rmqproto", "rmqproto.*", "plugins", "plugins.*"])
-    + ["twisted.plugins"],
+    # plugins/ installs as rmqproto_plugins: a top-level "plugins" would clash with others'
+    packages=find_packages(include=["rmqproto", "rmqproto.*"])
+    + ["rmqproto_plugins", "twisted.plugins"],
+    package_dir={"rmqproto_plugins": "plugins"},
     package_data={"twisted": ["plugins/*.py"]},
     # C versions of codec, store and broker hot paths in one module, a file a Python module
     # they speed up (docs/speedups.md); without a compiler the Python ones are used
@@ -30,7 +32,9 @@ setup(
         "cryptography>=42",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4"],
+        # setuptools: tests build the speedups with setup.py (venvs of 3.12+ come without it)
+        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4",
+                 "setuptools>=61"],
         "spark": ["pyspark>=3.4"],
     },
 )

@@ -19,11 +19,26 @@ settings.register_profile("rmqproto", deadline=None)
 settings.load_profile("rmqproto")
 
 
+#: Why a test that needs Java skips (fixtures below, and modules' ``skipif`` marks).
+JAVA_MISSING = "Java 17 and Maven are not installed"
+_JAVA_FIXTURES = {"java_interop", "fresh_vectors", "java_peers"}
+
+
+def pytest_collection_modifyitems(items):
+    """Mark ``java`` every test that needs Java: by a Java fixture or a skip without Java
+    (so that ``-m "not java"`` runs the rest, as ``.ci/newest-python`` does)."""
+    for item in items:
+        if _JAVA_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
+                mark.kwargs.get("reason") == JAVA_MISSING
+                for mark in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.java)
+
+
 @pytest.fixture(scope="session")
 def java_interop():
     """The Java golden-vector tool, built with Maven; skips when Java or Maven is missing."""
     if not java_available():
-        pytest.skip("Java 17 and Maven are not installed")
+        pytest.skip(JAVA_MISSING)
     return JavaInterop()
 
 
@@ -45,7 +60,7 @@ def java_peers(tmp_path):
     """Real RocketMQ Java processes (NameServer, broker, mqadmin) under ``tmp_path``; all killed
     at the end of the test. Skips when Java or Maven is missing."""
     if not java_available():
-        pytest.skip("Java 17 and Maven are not installed")
+        pytest.skip(JAVA_MISSING)
     from support.javapeers import JavaPeers
 
     peers = JavaPeers(tmp_path)

@@ -49,3 +49,24 @@ def test_broker_builds_the_store_named_by_store_type(tmp_path):
         create_store(dict(config, storeType="rocksdb"), Clock())
     with pytest.raises(PluginNotFoundError, match="use storeType|storeType instead"):
         create_store(dict(config, messageStorePlugIn="com.example.Wrapper"), Clock())
+
+
+def test_plugins_folder_is_the_rmqproto_plugins_package():
+    assert find(IMessageStoreFactory, "default").__module__ == "rmqproto_plugins.rmqproto_stores"
+
+
+def test_an_install_has_rmqproto_plugins_and_no_top_level_plugins(tmp_path):
+    """What ``pip install .`` copies (setup.py's build_py) finds the default store by itself."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(tmp_path)],
+                   cwd=root, check=True, capture_output=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rmqproto", "rmqproto_plugins", "twisted"]
+    probe = ("from rmqproto.pluggable import IMessageStoreFactory, find\n"
+             "print(find(IMessageStoreFactory, 'default').__module__)")
+    found = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                           text=True, env={"PYTHONPATH": str(tmp_path)})
+    assert found.stdout.strip() == "rmqproto_plugins.rmqproto_stores", found.stderr

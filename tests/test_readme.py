@@ -25,3 +25,13 @@ def test_run_command_names_a_twistd_plugin():
 def test_test_command_is_what_ci_runs():
     assert "./run-tests" in indented_commands()
     assert "./run-tests" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_ci_runs_the_unit_tests_again_on_the_newest_python():
+    assert ".ci/newest-python" in (ROOT / ".ci" / "run").read_text()
+    assert '-m "not java"' in (ROOT / ".ci" / "newest-python").read_text()
+    newest = subprocess.run([sys.executable, str(ROOT / ".ci" / "newest_python.py")],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    version = subprocess.run([newest, "-c", "import sys; print(*sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert tuple(map(int, version)) >= sys.version_info[:2]

@@ -9,7 +9,7 @@ ignores them.
 from twisted.python import usage
 
 from rmqproto.config.javaprops import load_properties
-from rmqproto.errors import RmqError
+from rmqproto.errors import CodecError, RmqError
 
 __all__ = ["ConfigError", "Setting", "Settings"]
 
@@ -125,8 +125,11 @@ class Settings:
     def options(self, synopsis, description):
         """A ``usage.Options`` class: ``--configFile/-c`` plus one option per setting.
 
-        After parsing, ``options.values`` holds the typed values (file, then command line)
-        and ``options.unknown`` the unrecognised property names of the file.
+        After parsing, ``options.values`` holds the typed values (file, then command line),
+        ``options.given`` the names of the settings either of them set,
+        ``options.file_values`` the file's properties (text) and ``options.unknown`` the
+        unrecognised property names of the file. A file that cannot be read stops the
+        program with one line (``SystemExit``).
         """
         settings = self
 
@@ -138,13 +141,27 @@ class Settings:
                               for s in settings.by_name.values()]
 
             def postOptions(self):
-                from_file = load_properties(self["configFile"]) if self["configFile"] else {}
+                from_file = _read(self["configFile"]) if self["configFile"] else {}
                 given = {name: self[name] for name in settings.by_name if self[name] is not None}
                 try:
                     self.values, self.unknown = settings.resolve(from_file, given)
                 except ConfigError as exc:
                     raise usage.UsageError(str(exc)) from None
+                self.given = (set(from_file) | set(given)) & set(settings.by_name)
+                self.file_values = from_file
 
         Options.synopsis = synopsis
         Options.longdesc = description
         return Options
+
+
+def _read(path):
+    """The properties of the ``-c`` file ``path``; exits with one line when it is unusable."""
+    try:
+        return load_properties(path)
+    except OSError as exc:
+        raise SystemExit("cannot read the configuration file %s (-c): %s"
+                         % (path, exc.strerror or exc)) from None
+    except CodecError as exc:
+        raise SystemExit("the configuration file %s (-c) is not a .properties file: %s"
+                         % (path, exc)) from None

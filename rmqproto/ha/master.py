@@ -291,11 +291,16 @@ class HAMasterService(service.Service):
 
     # -- lifecycle
 
+    def privilegedStartService(self):
+        """Listen on ``haListenPort`` before the reactor runs (twistd), so that a port in use
+        stops the start."""
+        super().privilegedStartService()
+        self._listen()
+
     def startService(self):
         super().startService()
-        self.listening_port = self.reactor.listenTCP(
-            self.config["haListenPort"], self.factory, interface=self.config.get("bindAddress", ""),
-            backlog=server_setting(self.config, "serverSocketBacklog"))
+        if self.listening_port is None:
+            self._listen()
         log.info("HA service listening on port {port}", port=self.port)
         self.store.replica_waiter = self.wait_for_replica
         self.store.runtime_info_providers.append(self.runtime_info)
@@ -303,6 +308,11 @@ class HAMasterService(service.Service):
         self._tick.start(TICK_SECONDS, now=False)
         self._diff_log_start = self.reactor.callLater(
             DIFF_LOG_FIRST_SECONDS, self._diff_log.start, DIFF_LOG_SECONDS, True)
+
+    def _listen(self):
+        self.listening_port = self.reactor.listenTCP(
+            self.config["haListenPort"], self.factory, interface=self.config.get("bindAddress", ""),
+            backlog=server_setting(self.config, "serverSocketBacklog"))
 
     def stopService(self):
         super().stopService()

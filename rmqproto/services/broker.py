@@ -23,6 +23,7 @@ from rmqproto.remoting import RemotingFactory
 from rmqproto.remoting.factory import write_budget
 from rmqproto.remoting.serversettings import server_setting
 from rmqproto.remoting.tls import server_policy
+from rmqproto.services.startup import StartsCleanly, log_defaults
 from rmqproto.store.mappedfile import StoreError
 
 __all__ = ["BrokerService", "Options", "makeService"]
@@ -30,7 +31,7 @@ __all__ = ["BrokerService", "Options", "makeService"]
 log = Logger()
 
 
-class BrokerService(service.MultiService):
+class BrokerService(StartsCleanly, service.MultiService):
     """A :class:`~rmqproto.broker.controller.BrokerController` served on ``listenPort``."""
 
     def __init__(self, config, reactor=None, store=None, config_file=None):
@@ -60,6 +61,20 @@ class BrokerService(service.MultiService):
         self.idle = task.LoopingCall(self.close_idle_connections)
         self.idle.clock = reactor
         self.started = None
+
+    def claim(self):
+        """The HA port and the store's lock, taken before the reactor runs."""
+        self.ha.privilegedStartService()
+        lock = getattr(self.controller.store, "lock", None)
+        if lock is not None:
+            lock()
+
+    def advice(self, error):
+        if isinstance(error, StoreError):
+            return ("give this broker its own storePathRootDir (-c broker.conf or "
+                    "--storePathRootDir)")
+        return ("give this broker its own listenPort (-c broker.conf or --listenPort); it "
+                "listens on listenPort - 2, listenPort and, as a master, listenPort + 1")
 
     def startService(self):
         super().startService()
@@ -99,9 +114,15 @@ class BrokerService(service.MultiService):
                 connection.close()
 
 
+#: What --help says of the defaults every broker starts with (Java's).
+DEFAULTS_HELP = (
+    "Defaults are Java's: ports 10911 (listenPort), 10909 and 10912, the store under ~/store "
+    "(storePathRootDir); a second broker on one machine needs its own listenPort and "
+    "storePathRootDir.")
+
 Options = SETTINGS.options(
-    "[options]", "Run an Apache RocketMQ compatible broker (ASYNC_MASTER on port 10911 by "
-    "default); -c takes an existing broker.conf.")
+    "[options]", "Run an Apache RocketMQ compatible broker (ASYNC_MASTER by default); -c "
+    "takes an existing broker.conf. " + DEFAULTS_HELP)
 
 
 def makeService(options):
@@ -109,6 +130,8 @@ def makeService(options):
     eventloop.install_default()  # unless twistd -r chose a reactor
     for name in options.unknown:
         log.warn("ignoring unknown broker setting {name}", name=name)
+    log_defaults("The broker", options.values, options.given, ("listenPort", "storePathRootDir"),
+                 "set them with -c broker.conf or --listenPort, --storePathRootDir")
     config = dict(options.values)
     try:
         apply_startup_rules(config)

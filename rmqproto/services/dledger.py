@@ -16,6 +16,7 @@ from rmqproto.dledger.config import DLedgerConfig, DLedgerConfigError
 from rmqproto.dledger.server import DLedgerServer
 from rmqproto.remoting import RemotingFactory
 from rmqproto.remoting.address import parse_address
+from rmqproto.services.startup import StartsCleanly
 
 __all__ = ["DLedgerService", "Options", "makeService", "config_of"]
 
@@ -79,7 +80,7 @@ def _typed(values):
     return typed
 
 
-class DLedgerService(service.MultiService):
+class DLedgerService(StartsCleanly, service.MultiService):
     """A :class:`DLedgerServer` served on its own address of ``peers``."""
 
     def __init__(self, config, reactor=None):
@@ -92,6 +93,10 @@ class DLedgerService(service.MultiService):
         self.listener = internet.TCPServer(port, self.factory, interface=_interface(host),
                                            reactor=reactor)
         self.listener.setServiceParent(self)
+
+    def advice(self, error):
+        return ("give this member its own address in --peers (its entry %s=%s)"
+                % (self.server.config.selfId, self.server.address))
 
     def startService(self):
         super().startService()

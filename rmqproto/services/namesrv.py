@@ -21,6 +21,7 @@ from rmqproto.remoting import RemotingFactory, RequestDispatcher
 from rmqproto.remoting.factory import write_budget
 from rmqproto.remoting.serversettings import SERVER_SETTINGS, server_setting
 from rmqproto.remoting.tls import TLS_SERVER_SETTINGS, server_policy
+from rmqproto.services.startup import StartsCleanly, log_defaults
 
 __all__ = ["SETTINGS", "NameServerService", "Options", "makeService"]
 
@@ -47,7 +48,7 @@ SETTINGS = Settings(
 )
 
 
-class NameServerService(service.MultiService):
+class NameServerService(StartsCleanly, service.MultiService):
     """The route registry served over remoting, with broker expiry and KV persistence."""
 
     def __init__(self, config, reactor=None):
@@ -92,6 +93,9 @@ class NameServerService(service.MultiService):
         log.info("The Name Server shut down")
         return super().stopService()
 
+    def advice(self, error):
+        return "give this NameServer a free listenPort (-c namesrv.properties or --listenPort)"
+
     @property
     def port(self):
         """The port actually listened on (useful with ``listenPort=0``)."""
@@ -126,7 +130,8 @@ class NameServerService(service.MultiService):
 
 
 Options = SETTINGS.options(
-    "[options]", "Run an Apache RocketMQ compatible NameServer (defaults: port 9876).")
+    "[options]", "Run an Apache RocketMQ compatible NameServer. Defaults are Java's: port 9876, "
+    "KV config under ~/namesrv; a second NameServer on one machine needs its own listenPort.")
 
 
 def makeService(options):
@@ -134,4 +139,6 @@ def makeService(options):
     eventloop.install_default()  # unless twistd -r chose a reactor
     for name in options.unknown:
         log.warn("ignoring unknown NameServer setting {name}", name=name)
+    log_defaults("The NameServer", options.values, options.given, ("listenPort", "kvConfigPath"),
+                 "set them with -c namesrv.properties or --listenPort, --kvConfigPath")
     return NameServerService(options.values)

@@ -9,7 +9,7 @@ master from its NameServers (or ``haMasterAddress``), replicates the master's co
 
 from rmqproto.broker.config import SETTINGS
 from rmqproto.config import Setting, Settings
-from rmqproto.services.broker import makeService
+from rmqproto.services.broker import DEFAULTS_HELP, makeService
 
 __all__ = ["SLAVE_SETTINGS", "Options", "makeService"]
 
@@ -27,4 +27,4 @@ SLAVE_SETTINGS = Settings(*(
 
 Options = SLAVE_SETTINGS.options(
     "[options]", "Run an Apache RocketMQ compatible slave broker (brokerRole SLAVE, brokerId 1 "
-    "by default) replicating its master; -c takes an existing broker.conf.")
+    "by default) replicating its master; -c takes an existing broker.conf. " + DEFAULTS_HELP)

@@ -271,7 +271,7 @@ class DefaultMessageStore:
         """
         for key in ("root", "consumequeue"):
             os.makedirs(self.paths[key], exist_ok=True)
-        self._lock()
+        self.lock()
         os.makedirs(self.paths["commitlog"], exist_ok=True)
         self.last_exit_ok = not os.path.exists(self.paths["abort"])
         log.info("last shutdown {how}", how="normally" if self.last_exit_ok else "abnormally")
@@ -349,10 +349,13 @@ class DefaultMessageStore:
             cq.correct_min_offset(min_physic)
         self.commit_log.topic_queue_table = table
 
-    def _lock(self):
-        """Hold the ``lock`` file (``flock``, released when the process ends however it ends)."""
+    def lock(self):
+        """Hold the ``lock`` file (``flock``, released when the process ends however it ends);
+        a broker takes it before its reactor runs, and :meth:`load` before it opens a file.
+        Raises :class:`StoreError` when another process holds it."""
         if self._lock_fd is not None:
             return
+        os.makedirs(self.paths["root"], exist_ok=True)
         fd = os.open(self.paths["lock"], os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -366,7 +369,7 @@ class DefaultMessageStore:
         """Dispatch what the consume queues miss, start the flush services and create the
         ``abort`` file (the directory is locked since :meth:`load`)."""
         self._start_begun = True
-        self._lock()
+        self.lock()
         self.reput.reput_from_offset = recovery.reput_start_offset(
             [cq.max_physic_offset for cq in self._all_queues()], max(self.commit_log.min_offset, 0))
         self.reput.do_reput()
@@ -388,6 +391,7 @@ class DefaultMessageStore:
         store is not writable, dispatching is behind or a consume queue misses units, so
         the next start recovers)."""
         if self.is_shutdown and (not self._start_begun or self._lock_fd is None):
+            # never started, or locked (lock()) but never loaded: nothing to flush
             self._close_files()
             self._unlock()
             return

@@ -15,7 +15,7 @@ import sys
 
 from rmqproto.codec import dledger
 from rmqproto.codec.codes import RequestCode, ResponseCode
-from rmqproto.codec.consumequeue import valid_units
+from rmqproto.codec.consumequeue import CQ_STORE_UNIT_SIZE, valid_units
 from rmqproto.codec.frame import FrameDecoder, decode_frame
 from rmqproto.codec.message import MESSAGE_MAGIC_CODE, decode_record, iter_records
 from rmqproto.codec.storefile import file_name_to_offset
@@ -84,19 +84,29 @@ def decode_commitlog(data, base_offset=0, check_crc=True):
 
 
 def decode_consumequeue(data, base_offset=0):
-    """Yield each consume-queue unit with its logical offset, up to the first unwritten one."""
-    for i, unit in enumerate(valid_units(data)):
-        yield {"queue_offset": base_offset // 20 + i, "commit_log_offset": unit.commit_log_offset,
-               "size": unit.size, "tags_code": unit.tags_code}
+    """Yield each consume-queue unit with its logical offset up to the first one recovery
+    stops at (``ConsumeQueue#recover``), then a dict saying why the scan stopped there."""
+    units = valid_units(data)
+    for i, unit in enumerate(units):
+        yield {"queue_offset": base_offset // CQ_STORE_UNIT_SIZE + i,
+               "commit_log_offset": unit.commit_log_offset, "size": unit.size,
+               "tags_code": unit.tags_code}
+    position = len(units) * CQ_STORE_UNIT_SIZE
+    end = {"type": "end", "stop": "empty", "position": base_offset + position}
+    if any(data[position:]):
+        end.update(stop="corrupt", error="the bytes from %d on are no unit recovery accepts"
+                   % (base_offset + position))
+    yield end
 
 
 def decode_dledger(data, base_offset=0):
-    """Yield each DLedger entry; a body that is a commit-log record is decoded too."""
+    """Yield each DLedger entry (a body that is a commit-log record is decoded too), then a
+    dict saying why the scan stopped: ``blank`` (an end-of-file blank) or ``empty``."""
     position = 0
     while position + 8 <= len(data):
         if dledger.is_blank(data, position):
-            yield {"type": "blank", "position": base_offset + position,
-                   "length": dledger.decode_blank(data, position)}
+            yield {"type": "end", "stop": "blank", "position": base_offset + position,
+                   "blank_size": dledger.decode_blank(data, position)}
             return
         if not any(data[position:position + 8]):
             break
@@ -110,6 +120,7 @@ def decode_dledger(data, base_offset=0):
             shown["body"] = _bytes(body)
         yield shown
         position += entry.size
+    yield {"type": "end", "stop": "empty", "position": base_offset + position}
 
 
 def _file_offset(path):

@@ -67,7 +67,7 @@ _USUAL = [
 #: Headers it leaves to the Python decoder.
 _UNUSUAL = [
     b'{"code":1.0}', b'{"code":1e3}', b'{"code":-0}', b'{"code":01}', b'{"code":+1}',
-    b'{"code":1234567890123456789}', b'{"code":null}', b'{"code":"1"}', b'{"code":true}',
+    b'{"code":1234567890123456789}', b'{"code":18446744073709551616000}', b'{"code":null}', b'{"code":"1"}', b'{"code":true}',
     b'{"language":null}', b'{"language":3}', b'{"remark":4}', b'{"extFields":[]}',
     b'{"extFields":{"a":1}}', b'{"extFields":{"a":null}}', b'{"extFields":{"a":{"b":"c"}}}',
     b'{"other":{"a":[1,2]}}', b'{"other":[]}', b'{"c\\u006fde":5}', b'{"\xc3\xa9":5}',

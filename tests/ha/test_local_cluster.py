@@ -42,7 +42,7 @@ def local(tmp_path):
     ports = dict(listenPort=base + 2, namesrvPort=base + 6)
     conf = tmp_path / "broker.conf"
     conf.write_text("mappedFileSizeCommitLog=%d\nmappedFileSizeConsumeQueue=6000\n" % SEGMENT)
-    daemon = Daemon(tmp_path, "rmq-local", "--dataDir", tmp_path / "data", "--brokerConfig", conf,
+    daemon = Daemon(tmp_path, "rmq-local", "--dataDir", tmp_path / "data", "-c", conf,
                     *("--%s=%d" % item for item in ports.items()), port=ports["namesrvPort"])
     for port in (ports["listenPort"], ports["listenPort"] + 10):
         wait_for_port(port, 30, daemon)
@@ -75,3 +75,5 @@ def test_one_command_runs_a_replicating_pair_a_java_client_uses(local, tmp_path)
     assert not (data / "master" / "abort").exists() and not (data / "slave" / "abort").exists()
     log = daemon.output()
     assert log.count("unregisterBroker OK") == 2, log[-3000:]
+    for name in ("master", "slave"):  # each line says which broker wrote it
+        assert "[%s rmqproto.broker.registration#info] unregisterBroker OK" % name in log

@@ -827,3 +827,22 @@ def test_clean_unused_topic_deletes_the_queues_of_unconfigured_topics(stores):
     assert store.get_max_offset_in_queue("Gone", 0) == 0
     assert put(store, record("Gone", 0, b"again")).append_result.logics_offset == 0
     assert len(read_queue(store, "Kept", 0)) == 2
+
+
+def test_the_lock_is_taken_before_loading_and_released_by_shutdown(tmp_path):
+    """A broker locks its store before the reactor runs (``lock``), and loads it later."""
+    from twisted.internet.task import Clock
+
+    from rmqproto.broker.config import SETTINGS
+    from rmqproto.store.defaultstore import DefaultMessageStore
+    from rmqproto.store.mappedfile import StoreError
+
+    config, _ = SETTINGS.resolve({"storePathRootDir": str(tmp_path / "store")})
+    first, second = DefaultMessageStore(config, Clock()), DefaultMessageStore(config, Clock())
+    first.lock()
+    with pytest.raises(StoreError, match="store in .* is locked by another process"):
+        second.lock()
+    first.shutdown()  # locked, never loaded: nothing to flush, the lock released
+    second.lock()
+    second.shutdown()
+    assert not (tmp_path / "store" / "abort").exists()

@@ -51,8 +51,11 @@ def test_consume_queue_points_at_commit_log_records(java_store):
     _, items = run("commitlog", *sorted((java_store / "commitlog").iterdir()))
     positions = {r["position"]: r for r in items if "topic" in r}
     queue_dir = java_store / "consumequeue" / "TopicA" / "0"
-    status, units = run("consumequeue", *sorted(queue_dir.iterdir()))
+    status, items = run("consumequeue", *sorted(queue_dir.iterdir()))
+    units = [i for i in items if "queue_offset" in i]
     assert status == 0 and units
+    assert [(i["type"], i["stop"]) for i in items if "queue_offset" not in i] == [
+        ("end", "empty")] * len(list(queue_dir.iterdir()))
     assert [u["queue_offset"] for u in units] == list(range(len(units)))
     for unit in units:
         record = positions[unit["commit_log_offset"]]
@@ -97,7 +100,25 @@ def test_dledger_data_file_with_commit_log_bodies(tmp_path):
     status, items = run("dledger", path)
     assert status == 0
     assert items[0]["record"]["topic"] == "T" and items[0]["record"]["body"] == {"text": "hello"}
-    assert items[1]["body"] == {"text": "raw"} and items[2]["type"] == "blank"
+    assert items[1]["body"] == {"text": "raw"}
+    assert items[2] == {"type": "end", "stop": "blank", "position": len(data) - 64,
+                        "blank_size": 64, "file": str(path)}
+
+
+def test_every_decode_ends_with_why_it_stopped(tmp_path):
+    """A consume queue whose unwritten tail holds garbage is reported as corrupt (exit 1)."""
+    path = tmp_path / "00000000000000001000"
+    unit = (1234).to_bytes(8, "big") + (96).to_bytes(4, "big") + (7).to_bytes(8, "big")
+    path.write_bytes(unit + bytes(20) + b"\x01" + bytes(19))
+    status, items = run("consumequeue", path)
+    assert status == 1
+    assert [i.get("queue_offset") for i in items[:-1]] == [50]
+    assert items[-1]["stop"] == "corrupt" and items[-1]["position"] == 1020
+    empty = tmp_path / "00000000000000000000"
+    empty.write_bytes(bytes(64))
+    for kind in ("consumequeue", "dledger", "commitlog"):
+        assert run(kind, empty) == (0, [{"type": "end", "stop": "empty", "position": 0,
+                                         "file": str(empty)}])
 
 
 def test_runs_as_a_module(java_store):
