@@ -83,25 +83,32 @@ class AdminBrokerProcessor:
 
     # ------------------------------------------------------------ topics
 
+    def _refused_topic_change(self, request, topic, queue_nums=None):
+        """The answer refusing a change of ``topic`` as Java's admin requests refuse it (an
+        illegal name or queue counts, a system topic), or None."""
+        invalid = validate_topic(topic)
+        if invalid is None and queue_nums is not None:
+            invalid = validate_queue_nums(*queue_nums)
+        if invalid is not None:
+            return request.response(R.SYSTEM_ERROR, remark=invalid)
+        if self.controller.topic_config_manager.is_system_topic(topic):
+            return request.response(R.SYSTEM_ERROR,
+                                    remark="The topic[%s] is conflict with system topic." % topic)
+        return None
+
     def update_and_create_topic(self, request, context):
         if is_slave(self.config):
             return request.response(R.SYSTEM_ERROR, remark=_SLAVE_REMARK)
         header = h.CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
         log.info("updateAndCreateTopic called by {peer}", peer=context.peer)
-        topic = header.topic
-        invalid = validate_topic(topic)
-        if invalid is None:
-            invalid = validate_queue_nums(header.read_queue_nums, header.write_queue_nums)
-        if invalid is not None:
-            return request.response(R.SYSTEM_ERROR, remark=invalid)
-        manager = self.controller.topic_config_manager
-        if manager.is_system_topic(topic):
-            return request.response(R.SYSTEM_ERROR,
-                                    remark="The topic[%s] is conflict with system topic." % topic)
-        topic_config = TopicConfig(topic, header.read_queue_nums, header.write_queue_nums,
+        refused = self._refused_topic_change(
+            request, header.topic, (header.read_queue_nums, header.write_queue_nums))
+        if refused is not None:
+            return refused
+        topic_config = TopicConfig(header.topic, header.read_queue_nums, header.write_queue_nums,
                                    header.perm, topic_filter_type=header.topic_filter_type,
                                    topic_sys_flag=header.topic_sys_flag or 0)
-        manager.update_topic_config(topic_config)
+        self.controller.topic_config_manager.update_topic_config(topic_config)
         # Java waits for the NameServers before answering (registerIncrementBrokerData)
         return self.controller.registration.register_increment(topic_config).addCallback(
             lambda _: request.response(R.SUCCESS))
@@ -115,13 +122,10 @@ class AdminBrokerProcessor:
         header = h.DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
         log.info("deleteTopic called by {peer}", peer=context.peer)
         topic = header.topic
-        invalid = validate_topic(topic)
-        if invalid is not None:
-            return request.response(R.SYSTEM_ERROR, remark=invalid)
+        refused = self._refused_topic_change(request, topic)
+        if refused is not None:
+            return refused
         manager = self.controller.topic_config_manager
-        if manager.is_system_topic(topic):
-            return request.response(R.SYSTEM_ERROR,
-                                    remark="The topic[%s] is conflict with system topic." % topic)
         manager.delete_topic_config(topic)
         self.store.clean_unused_topic(set(manager.topic_config_table))
         if self.config["autoDeleteUnusedStats"]:
