@@ -18,6 +18,7 @@ from rmqproto.broker.acl import access_guard
 from rmqproto.broker.config import broker_addr
 from rmqproto.broker.processors.acl import AclAdminProcessor
 from rmqproto.broker.processors.admin import AdminBrokerProcessor
+from rmqproto.broker.processors.rocketmq5 import RocketMQ5Processor
 from rmqproto.broker.processors.send import SendMessageProcessor
 from rmqproto.broker.registration import BrokerRegistration
 from rmqproto.broker.topicconfig import TopicConfigManager, topic_config_path
@@ -85,6 +86,9 @@ class BrokerController:
         self.config_data_version = DataVersion(timestamp=int(reactor.seconds() * 1000))
         self.msg_put_total = 0
         self.msg_get_total = 0
+        #: GET_BROKER_HA_STATUS's body maker, set by the running HA service (``rmqproto.ha``);
+        #: None without one (a DLedger broker, as in Java)
+        self.ha_runtime_info = None
         self.dispatcher = (RequestDispatcher() if self.access_validator is None
                            else GuardedDispatcher(access_guard(self.access_validator)))
         self.client = RemotingClient(reactor, self.dispatcher)
@@ -98,6 +102,7 @@ class BrokerController:
         self.admin_processor.register_with(self.dispatcher)
         AclAdminProcessor(self).register_with(self.dispatcher)
         self._create_consume_side()
+        RocketMQ5Processor(self).register_with(self.dispatcher)
 
     def _create_consume_side(self):
         offsets = _optional("rmqproto.broker.offsets", "ConsumerOffsetManager")

@@ -64,7 +64,8 @@ def make_service(**overrides):
     reactor = MemoryReactorClock()
     reactor.advance(1000)
     store = FakeHAStore(reactor)
-    ha = HAMasterService(SimpleNamespace(config=values, reactor=reactor, store=store))
+    ha = HAMasterService(SimpleNamespace(config=values, reactor=reactor, store=store,
+                                         ha_runtime_info=None))
     ha.startService()
     return ha, reactor, store
 

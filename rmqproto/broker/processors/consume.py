@@ -291,6 +291,8 @@ class ConsumeProcessor:
         result = self.controller.store.get_message(
             header.consumer_group, header.topic, header.queue_id, header.queue_offset,
             header.max_msg_nums, message_filter)
+        self.controller.consumer_offset_manager.commit_pull_offset(
+            header.consumer_group, header.topic, header.queue_id, result.next_begin_offset)
         response = self._pull_response(request, header, group_config, result)
         if (response.code == R.PULL_NOT_FOUND and allow_suspend and has_suspend):
             timeout = (header.suspend_timeout_millis if self.setting("longPollingEnable", True)
@@ -617,7 +619,8 @@ class ConsumeProcessor:
     # ------------------------------------------------------------ GET_CONSUME_STATS
 
     def get_consume_stats(self, request, context):
-        """``mqadmin consumerProgress``: broker and consumer offsets of every read queue."""
+        """``mqadmin consumerProgress``: broker and consumer offsets of every read queue, and
+        RocketMQ 5's ``pullOffset`` (where the last pull ended: 5.x prints "#Inflight")."""
         header = h.GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
         group = header.consumer_group
         offsets = self.controller.consumer_offset_manager
@@ -642,7 +645,9 @@ class ConsumeProcessor:
             for queue_id in range(topic_config.read_queue_nums):
                 broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
                 consumer_offset = max(0, offsets.query_offset(group, topic, queue_id))
-                wrapper = OffsetWrapper(broker_offset=broker_offset, consumer_offset=consumer_offset)
+                pulled = offsets.query_pull_offset(group, topic, queue_id)
+                wrapper = OffsetWrapper(broker_offset=broker_offset, consumer_offset=consumer_offset,
+                                        pull_offset=max(consumer_offset, pulled))
                 if consumer_offset > 0:
                     last = store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
                     if last > 0:

@@ -1,0 +1,121 @@
+"""RocketMQ 5.3.3's tools and client against our master/slave pair and against a Java 4.9.7
+broker: ``mqadmin haStatus``, ``topicStatus`` and ``consumerProgress -g`` answer correctly
+from ours and fail against Java's (it refuses GET_BROKER_HA_STATUS and GET_TOPIC_CONFIG), and
+the 5.x ``DefaultLitePullConsumer`` (LITE_PULL_MESSAGE) consumes from ours.
+
+The two sides have a NameServer each, so that every mqadmin command meets one kind of
+broker. JVM starts: the Java broker, one lite-pull consumer, one batch of mqadmin commands.
+"""
+
+import json
+import re
+
+import pytest
+
+from rmqproto.codec import headers as h
+from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
+from support.daemons import start_nameserver
+from support.hapair import HAPair, runtime_info
+from support.javapeers import broker_port
+from support.syncclient import call, wait_until
+
+pytestmark = pytest.mark.java
+
+TOPIC, GROUP, COUNT, QUEUES = "Topic5", "LiteGroup5", 10, 4
+
+
+def create_topic(addr, topic, queues=QUEUES):
+    header = h.CreateTopicRequestHeader(topic=topic, default_topic="TBW102", read_queue_nums=queues,
+                                        write_queue_nums=queues, perm=6,
+                                        topic_filter_type="SINGLE_TAG", topic_sys_flag=0,
+                                        order=False)
+    assert call(addr, RC.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()).code == R.SUCCESS
+
+
+@pytest.fixture
+def sides(tmp_path):
+    """Our NameServer, master and slave; a Java 4.9.7 broker under a NameServer of its own."""
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "java").mkdir()
+    pair = HAPair(tmp_path / "ours", "ours", topic=TOPIC)
+    java_ns = None
+    try:
+        java_ns, java_ns_addr = start_nameserver(tmp_path / "java")
+        port = broker_port()
+        pair.peers.broker("java", listenPort=port, namesrvAddr=java_ns_addr,
+                          brokerName="broker-java", mappedFileSizeCommitLog=16 * 1024 * 1024)
+        yield pair, java_ns_addr, "127.0.0.1:%d" % port
+    finally:
+        pair.stop()
+        if java_ns is not None:
+            java_ns.stop()
+
+
+def rows(output, first):
+    """The table lines of an mqadmin output that start with ``first`` (a regex), split."""
+    return [line.split() for line in output.splitlines() if re.match(first, line)]
+
+
+def test_rocketmq5_tools_and_lite_pull_consumer(sides):
+    pair, java_ns_addr, java_addr = sides
+    create_topic(pair.master_addr, TOPIC)
+    create_topic(java_addr, TOPIC)
+    create_topic(java_addr, "%RETRY%" + GROUP, queues=1)
+    offset = h.UpdateConsumerOffsetRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=0,
+                                                 commit_offset=0)
+    assert call(java_addr, RC.UPDATE_CONSUMER_OFFSET, offset.to_ext_fields()).code == R.SUCCESS
+    pair.wait_in_sync()
+
+    # the 5.3.3 lite pull consumer (subscribe mode) reads what its producer sent
+    consumed = pair.peers.run_client("rmqproto.peers.ConsumeAll", pair.namesrv_addr, "litepull",
+                                     GROUP, TOPIC, COUNT, 60, "send=%d" % COUNT,
+                                     classpath=pair.peers.client5_cp)
+    sent = [json.loads(line[5:]) for line in consumed.stdout.splitlines() if line.startswith("SENT ")]
+    got = [json.loads(line[4:]) for line in consumed.stdout.splitlines() if line.startswith("MSG ")]
+    assert "DONE %d" % COUNT in consumed.stdout, consumed.stdout[-3000:] + consumed.stderr[-3000:]
+    assert sorted(m["msgId"] for m in got) == sorted(m["msgId"] for m in sent)
+    max_offset = pair.wait_logs_identical()
+    wait_until(lambda: runtime_info(pair.master_addr)["inSyncSlaveNums"] == "1")
+
+    ours = ["-n", pair.namesrv_addr]
+    java = ["-n", java_ns_addr]
+    (master, slave, topic_status, progress,
+     java_ha, java_topic_status, java_progress) = pair.peers.mqadmin5_batch(
+        ["haStatus", "-b", pair.master_addr, *ours], ["haStatus", "-b", pair.slave_addr, *ours],
+        ["topicStatus", "-t", TOPIC, *ours], ["consumerProgress", "-g", GROUP, *ours],
+        ["haStatus", "-b", java_addr, *java], ["topicStatus", "-t", TOPIC, *java],
+        ["consumerProgress", "-g", GROUP, *java])
+
+    # haStatus of the master: its offset, one slave in sync with all of it
+    assert "#MasterAddr\t%s" % pair.master_addr in master, master
+    assert "#MasterCommitLogMaxOffset\t%d" % max_offset in master, master
+    assert "#SlaveNum\t1" in master and "#InSyncSlaveNum\t1" in master, master
+    [slave_row] = rows(master, r"127\.0\.0\.1:\d+ ")
+    assert slave_row[1:3] == [str(max_offset), "0"] and slave_row[4] == "OK", master
+    assert int(slave_row[-1]) == max_offset, master  # transferFromWhere: all was sent
+    # haStatus of the slave: its HA client
+    assert "#MasterAddr\t127.0.0.1:%d" % (pair.master_port + 1) in slave, slave
+    assert "#CommitLogMaxOffset\t%d" % max_offset in slave, slave
+    assert re.search(r"#LastReadTime\t\d{4}-\d\d-\d\d", slave), slave
+
+    # topicStatus: every queue of the topic, the messages sent over them
+    queues = rows(topic_status, r"broker-a ")
+    assert [int(r[1]) for r in queues] == list(range(QUEUES)), topic_status
+    assert sum(int(r[3]) for r in queues) == COUNT, topic_status
+    assert "Topic Put TPS:" in topic_status
+
+    # consumerProgress -g: every queue consumed to its end, nothing in flight
+    queues = rows(progress, TOPIC + " ")
+    assert len(queues) == QUEUES, progress
+    assert all(r[3] == r[4] and r[5:7] == ["0", "0"] for r in queues), progress
+    assert sum(int(r[4]) for r in queues) == COUNT, progress
+    assert "Consume Diff Total: 0" in progress and "Consume Inflight Total: 0" in progress
+
+    # Java 4.9.7 refuses what these commands ask
+    assert "request type 907 not supported" in java_ha, java_ha
+    for output in (java_topic_status, java_progress):
+        assert "request type 351 not supported" in output, output
+        assert "command failed" in output, output
+    refused = re.findall(r"request type (\d+) not supported", pair.master.output()
+                         + pair.slave.output())
+    assert refused == [], refused
