@@ -4,7 +4,8 @@ from ours and fail against Java's (it refuses GET_BROKER_HA_STATUS and GET_TOPIC
 the 5.x ``DefaultLitePullConsumer`` (LITE_PULL_MESSAGE) consumes from ours.
 
 The two sides have a NameServer each, so that every mqadmin command meets one kind of
-broker. JVM starts: the Java broker, one lite-pull consumer, one batch of mqadmin commands.
+broker. JVM starts: the Java broker (while the consumer runs), one lite-pull consumer, one
+batch of mqadmin commands.
 """
 
 import json
@@ -16,7 +17,7 @@ from rmqproto.codec import headers as h
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from support.daemons import start_nameserver
 from support.hapair import HAPair, runtime_info
-from support.javapeers import broker_port
+from support.javapeers import broker_port, wait_for_port
 from support.syncclient import call, wait_until
 
 pytestmark = pytest.mark.java
@@ -42,9 +43,9 @@ def sides(tmp_path):
     try:
         java_ns, java_ns_addr = start_nameserver(tmp_path / "java")
         port = broker_port()
-        pair.peers.broker("java", listenPort=port, namesrvAddr=java_ns_addr,
-                          brokerName="broker-java", mappedFileSizeCommitLog=16 * 1024 * 1024)
-        yield pair, java_ns_addr, "127.0.0.1:%d" % port
+        java = pair.peers.broker("java", wait=False, listenPort=port, namesrvAddr=java_ns_addr,
+                                 brokerName="broker-java", mappedFileSizeCommitLog=16 * 1024 * 1024)
+        yield pair, java_ns_addr, (java, port)
     finally:
         pair.stop()
         if java_ns is not None:
@@ -57,13 +58,8 @@ def rows(output, first):
 
 
 def test_rocketmq5_tools_and_lite_pull_consumer(sides):
-    pair, java_ns_addr, java_addr = sides
+    pair, java_ns_addr, (java_broker, java_port) = sides
     create_topic(pair.master_addr, TOPIC)
-    create_topic(java_addr, TOPIC)
-    create_topic(java_addr, "%RETRY%" + GROUP, queues=1)
-    offset = h.UpdateConsumerOffsetRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=0,
-                                                 commit_offset=0)
-    assert call(java_addr, RC.UPDATE_CONSUMER_OFFSET, offset.to_ext_fields()).code == R.SUCCESS
     pair.wait_in_sync()
 
     # the 5.3.3 lite pull consumer (subscribe mode) reads what its producer sent
@@ -76,6 +72,15 @@ def test_rocketmq5_tools_and_lite_pull_consumer(sides):
     assert sorted(m["msgId"] for m in got) == sorted(m["msgId"] for m in sent)
     max_offset = pair.wait_logs_identical()
     wait_until(lambda: runtime_info(pair.master_addr)["inSyncSlaveNums"] == "1")
+
+    # the Java broker (started meanwhile): the topic, and an offset of the group
+    wait_for_port(java_port, 90, java_broker)
+    java_addr = "127.0.0.1:%d" % java_port
+    create_topic(java_addr, TOPIC)
+    create_topic(java_addr, "%RETRY%" + GROUP, queues=1)
+    offset = h.UpdateConsumerOffsetRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=0,
+                                                 commit_offset=0)
+    assert call(java_addr, RC.UPDATE_CONSUMER_OFFSET, offset.to_ext_fields()).code == R.SUCCESS
 
     ours = ["-n", pair.namesrv_addr]
     java = ["-n", java_ns_addr]

@@ -107,8 +107,9 @@ class JavaPeers:
         return self.start("namesrv-%d" % port, self.server_cp,
                           "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf), port=port)
 
-    def broker(self, name, **props):
-        """Start a Java broker from Java property names (``listenPort``, ``namesrvAddr``, …)."""
+    def broker(self, name, wait=True, **props):
+        """Start a Java broker from Java property names (``listenPort``, ``namesrvAddr``, …);
+        unless ``wait`` is false, wait until it listens."""
         store = self.workdir / ("store-" + name)
         defaults = dict(brokerClusterName="DefaultCluster", brokerName="broker-a", brokerId=0,
                         brokerIP1="127.0.0.1", brokerIP2="127.0.0.1",
@@ -119,7 +120,7 @@ class JavaPeers:
         conf = self._write_properties("broker-%s.properties" % name, defaults)
         return self.start("broker-" + name, self.server_cp,
                           "org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf),
-                          port=int(defaults["listenPort"]))
+                          port=int(defaults["listenPort"]) if wait else None)
 
     @functools.cached_property
     def client5_cp(self):
