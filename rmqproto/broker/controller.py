@@ -18,6 +18,7 @@ from rmqproto.broker.acl import access_guard
 from rmqproto.broker.config import broker_addr
 from rmqproto.broker.processors.acl import AclAdminProcessor
 from rmqproto.broker.processors.admin import AdminBrokerProcessor
+from rmqproto.broker.processors.callconsumer import ConsumerCallProcessor
 from rmqproto.broker.processors.rocketmq5 import RocketMQ5Processor
 from rmqproto.broker.processors.send import SendMessageProcessor
 from rmqproto.broker.registration import BrokerRegistration
@@ -103,6 +104,8 @@ class BrokerController:
         AclAdminProcessor(self).register_with(self.dispatcher)
         self._create_consume_side()
         RocketMQ5Processor(self).register_with(self.dispatcher)
+        if self.client_manager is not None:
+            ConsumerCallProcessor(self).register_with(self.dispatcher)
 
     def _create_consume_side(self):
         offsets = _optional("rmqproto.broker.offsets", "ConsumerOffsetManager")
