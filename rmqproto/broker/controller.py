@@ -19,6 +19,7 @@ from rmqproto.broker.config import broker_addr
 from rmqproto.broker.processors.acl import AclAdminProcessor
 from rmqproto.broker.processors.admin import AdminBrokerProcessor
 from rmqproto.broker.processors.callconsumer import ConsumerCallProcessor
+from rmqproto.broker.processors.maintenance import MaintenanceProcessor
 from rmqproto.broker.processors.rocketmq5 import RocketMQ5Processor
 from rmqproto.broker.processors.send import SendMessageProcessor
 from rmqproto.broker.registration import BrokerRegistration
@@ -106,6 +107,7 @@ class BrokerController:
         RocketMQ5Processor(self).register_with(self.dispatcher)
         if self.client_manager is not None:
             ConsumerCallProcessor(self).register_with(self.dispatcher)
+            MaintenanceProcessor(self).register_with(self.dispatcher)
 
     def _create_consume_side(self):
         offsets = _optional("rmqproto.broker.offsets", "ConsumerOffsetManager")
