@@ -67,10 +67,10 @@ def printed(path, kind):
             if line.startswith(kind)]
 
 
-def committed(addr):
-    """The messages ``GROUP`` committed on the broker at ``addr``."""
+def committed(addr, group=GROUP):
+    """The messages ``group`` committed on the broker at ``addr``."""
     answer = call(addr, RC.GET_CONSUME_STATS,
-                  h.GetConsumeStatsRequestHeader(consumer_group=GROUP, topic=TOPIC).to_ext_fields())
+                  h.GetConsumeStatsRequestHeader(consumer_group=group, topic=TOPIC).to_ext_fields())
     return sum(w.consumer_offset for w in ConsumeStats.from_json(answer.body).offset_table.values())
 
 
@@ -90,6 +90,7 @@ def run_mqadmin(pair, java_broker, java_port, java_ns_addr):
         ["haStatus", "-b", pair.master_addr, *ours], ["haStatus", "-b", pair.slave_addr, *ours],
         ["topicStatus", "-t", TOPIC, *ours], ["consumerProgress", "-g", GROUP, *ours],
         ["consumerStatus", "-g", GROUP, *ours],
+        ["cloneGroupOffset", "-s", GROUP, "-d", GROUP + "Copy", "-t", TOPIC, *ours],
         ["haStatus", "-b", java_addr, *java], ["topicStatus", "-t", TOPIC, *java],
         ["consumerProgress", "-g", GROUP, *java])
 
@@ -118,7 +119,8 @@ def test_rocketmq5_tools_and_lite_pull_consumer(sides):
     finally:
         consumer.kill()
         consumer.wait()
-    master, slave, topic_status, progress, status, java_ha, java_topic_status, java_progress = outputs
+    (master, slave, topic_status, progress, status, cloned,
+     java_ha, java_topic_status, java_progress) = outputs
 
     # haStatus of the master: its offset, one slave in sync with all of it
     assert "#MasterAddr\t%s" % pair.master_addr in master, master
@@ -148,6 +150,10 @@ def test_rocketmq5_tools_and_lite_pull_consumer(sides):
     # consumerStatus: the consumer's own running info, relayed by the broker
     assert re.search(r"^1\s+\S+@\S+\s+V5_3_3\s", status, re.M), status
     assert "Same subscription in the same group of consumer" in status, status
+
+    # cloneGroupOffset: the copy starts where the group is
+    assert "clone group offset success" in cloned, cloned
+    assert committed(pair.master_addr, GROUP + "Copy") == COUNT
 
     # Java 4.9.7 refuses what these commands ask
     assert "request type 907 not supported" in java_ha, java_ha

@@ -35,6 +35,7 @@ public final class MQAdminBatch {
         if (command.isEmpty()) {
             return;
         }
+        System.out.println(); // a command's output may not end its last line
         System.out.println("=== mqadmin " + String.join(" ", command));
         MQAdminStartup.main0(command.toArray(new String[0]), null);
         System.out.flush();
