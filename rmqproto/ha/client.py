@@ -25,8 +25,8 @@ from twisted.logger import Logger
 
 from rmqproto.codec.bodies.ha import HAClientRuntimeInfo
 from rmqproto.codec.ha import HAConnectionState, TransferReader, encode_slave_report
-from rmqproto.ha.flowcontrol import FlowMonitor
 from rmqproto.errors import CodecError
+from rmqproto.ha.flowcontrol import FlowMonitor
 
 __all__ = ["Connect", "Send", "Close", "HAClient", "RECONNECT_FIRST_DELAY", "RECONNECT_MAX_DELAY"]
 
