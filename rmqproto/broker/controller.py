@@ -20,6 +20,9 @@ from rmqproto.broker.config import broker_addr, is_slave
 from rmqproto.broker.processors import endtransaction
 from rmqproto.broker.processors.acl import AclAdminProcessor
 from rmqproto.broker.processors.admin import AdminBrokerProcessor
+from rmqproto.broker.processors.callconsumer import ConsumerCallProcessor
+from rmqproto.broker.processors.maintenance import MaintenanceProcessor
+from rmqproto.broker.processors.rocketmq5 import RocketMQ5Processor
 from rmqproto.broker.processors.send import SendMessageProcessor
 from rmqproto.broker.processors.stats import StatsProcessor
 from rmqproto.broker.registration import BrokerRegistration
@@ -96,6 +99,9 @@ class BrokerController:
         self.broker_stats = BrokerStats()  # the msgPut/GetTotal* runtime keys
         self.stats_sampler = StatsSampler(reactor, self.broker_stats_manager, lambda: (
             self.broker_stats.record(*message_totals(self.store, self.broker_stats_manager))))
+        #: GET_BROKER_HA_STATUS's body maker, set by the running HA service (``rmqproto.ha``);
+        #: None without one (a DLedger broker, as in Java)
+        self.ha_runtime_info = None
         self.dispatcher = (RequestDispatcher() if self.access_validator is None
                            else GuardedDispatcher(access_guard(self.access_validator)))
         self.client = RemotingClient(reactor, self.dispatcher, tls=client_policy(config))
@@ -113,6 +119,10 @@ class BrokerController:
         self.end_transaction_processor = endtransaction.register(self)
         #: the check-back of half messages, run by a master only
         self.transaction_check_service = TransactionCheckService(self)
+        RocketMQ5Processor(self).register_with(self.dispatcher)
+        if self.client_manager is not None:
+            ConsumerCallProcessor(self).register_with(self.dispatcher)
+            MaintenanceProcessor(self).register_with(self.dispatcher)
 
     def _create_consume_side(self):
         offsets = _optional("rmqproto.broker.offsets", "ConsumerOffsetManager")

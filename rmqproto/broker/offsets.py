@@ -32,6 +32,8 @@ class ConsumerOffsetManager:
     def __init__(self, path=None):
         self.path = path
         self.offset_table = {}
+        #: RocketMQ 5's ``pullOffsetTable``: where each queue's last pull ended (memory only)
+        self.pull_offset_table = {}
 
     # ------------------------------------------------------------ offsets
 
@@ -48,6 +50,15 @@ class ConsumerOffsetManager:
     def query_offset(self, group, topic, queue_id):
         """The committed offset, or -1 when none is stored."""
         return self.offset_table.get(topic + TOPIC_GROUP_SEPARATOR + group, {}).get(queue_id, -1)
+
+    def commit_pull_offset(self, group, topic, queue_id, offset):
+        """A pull of ``group`` ended at ``offset`` (its next begin offset)."""
+        self.pull_offset_table[(group, topic, queue_id)] = offset
+
+    def query_pull_offset(self, group, topic, queue_id):
+        """Where the last pull ended, else the committed offset (-1 when neither is known)."""
+        offset = self.pull_offset_table.get((group, topic, queue_id))
+        return self.query_offset(group, topic, queue_id) if offset is None else offset
 
     def query_offsets(self, group, topic):
         """``{queueId: offset}`` of one group on one topic, or ``None``."""

@@ -163,6 +163,10 @@ class TopicConfigManager:
     def is_system_topic(self, topic):
         return is_system_topic(topic, self.system_topics)
 
+    def system_topic_set(self):
+        """``TopicValidator.getSystemTopicSet()``: Java's fixed system topics and this broker's."""
+        return _SYSTEM_TOPICS | self.system_topics
+
     def build_topic_config_serialize_wrapper(self):
         """The table and its data version (a snapshot: later changes do not show in it)."""
         return TopicConfigSerializeWrapper(topic_config_table=dict(self.topic_config_table),

@@ -8,7 +8,7 @@ so a server can still answer ``REQUEST_CODE_NOT_SUPPORTED`` for it.
 import enum
 
 __all__ = [
-    "RequestCode", "ResponseCode", "LanguageCode", "SerializeType", "MQVersion",
+    "RequestCode", "RequestCodeV5", "ResponseCode", "LanguageCode", "SerializeType", "MQVersion",
     "CURRENT_VERSION", "VERSION_NAMES", "coerce", "version_desc",
 ]
 
@@ -120,6 +120,15 @@ class RequestCode(enum.IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+
+
+class RequestCodeV5(enum.IntEnum):
+    """The codes of RocketMQ 5.3's ``RequestCode`` beyond 4.9.8 that a 4.9-style broker serves
+    (docs/broker.md, "Request codes"): current tools and clients send them."""
+
+    GET_TOPIC_CONFIG = 351
+    LITE_PULL_MESSAGE = 361
+    GET_BROKER_HA_STATUS = 907
 
 
 class ResponseCode(enum.IntEnum):

@@ -32,8 +32,10 @@ from collections import namedtuple
 
 from twisted.logger import Logger
 
+from rmqproto.codec.bodies.ha import HAClientRuntimeInfo
 from rmqproto.codec.ha import HAConnectionState, TransferReader, encode_slave_report
 from rmqproto.errors import CodecError
+from rmqproto.ha.flowcontrol import FlowMonitor
 from rmqproto.ha.framing import records_checker
 
 __all__ = ["Connect", "Send", "Close", "HAClient", "RECONNECT_FIRST_DELAY", "RECONNECT_MAX_DELAY"]
@@ -81,6 +83,8 @@ class HAClient:
         self.last_read_timestamp = 0.0
         self.last_write_timestamp = 0.0
         self.transferred_bytes = 0
+        #: counts the bytes received per second (never caps: a slave does not throttle)
+        self.flow = FlowMonitor(False, 0, 0)
         self._started = False
         self._connecting = False
         self._reader = None
@@ -191,9 +195,13 @@ class HAClient:
         """Append what the master sent at exactly the offsets it names; report growth."""
         if self._reader is None:
             return []
-        self.last_read_timestamp = now
-        self.transferred_bytes += len(data)
+        self._received(len(data), now)
         return self._take(data, now)
+
+    def _received(self, count, now):
+        self.last_read_timestamp = now
+        self.transferred_bytes += count
+        self.flow.add(count, int(now * 1000))
 
     def _take(self, data, now):
         """Append the transfers in ``data`` (read and counted); report growth."""
@@ -316,8 +324,7 @@ class HAClient:
         if end > self.store.get_max_phy_offset() and not self.store.appended_in_place(end):
             return self._close("cannot take the bytes received up to %d" % end, now)
         if read_bytes:
-            self.last_read_timestamp = now
-            self.transferred_bytes += read_bytes
+            self._received(read_bytes, now)
         if reports:
             self.current_reported_offset = reported
             self.last_write_timestamp = now
@@ -383,3 +390,13 @@ class HAClient:
             "haClientLastWriteTimestamp": str(int(self.last_write_timestamp * 1000)),
             "haClientTransferredBytes": str(self.transferred_bytes),
         }
+
+    def ha_client_runtime_info(self, now):
+        """RMQ5 ``HARuntimeInfo.HAClientRuntimeInfo``; ``masterFlushOffset`` stays 0, as a
+        RocketMQ 5 slave's does unless ``syncMasterFlushOffsetWhenStartup`` is set."""
+        return HAClientRuntimeInfo(
+            master_addr=self.master_ha_address,
+            transferred_byte_in_second=self.flow.speed(int(now * 1000)),
+            max_offset=self.store.get_max_phy_offset(),
+            last_read_timestamp=int(self.last_read_timestamp * 1000),
+            last_write_timestamp=int(self.last_write_timestamp * 1000))

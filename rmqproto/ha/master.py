@@ -304,6 +304,7 @@ class HAMasterService(service.Service):
         log.info("HA service listening on port {port}", port=self.port)
         self.store.replica_waiter = self.wait_for_replica
         self.store.runtime_info_providers.append(self.runtime_info)
+        self.controller.ha_runtime_info = self.ha_runtime_info
         self.store.append_listeners.append(self._on_appended)
         self._tick.start(TICK_SECONDS, now=False)
         self._diff_log_start = self.reactor.callLater(
@@ -319,6 +320,8 @@ class HAMasterService(service.Service):
         if self.store.replica_waiter == self.wait_for_replica:
             self.store.replica_waiter = None
         _remove(self.store.runtime_info_providers, self.runtime_info)
+        if self.controller.ha_runtime_info == self.ha_runtime_info:
+            self.controller.ha_runtime_info = None
         _remove(self.store.append_listeners, self._on_appended)
         for timer in (self._deadline_timer, self._diff_log_start):
             if timer is not None and timer.active():
@@ -479,6 +482,10 @@ class HAMasterService(service.Service):
     def runtime_info(self):
         """GET_BROKER_RUNTIME_INFO entries (``store.runtime_info_providers``)."""
         return self.table.runtime_info(self.store.get_max_phy_offset(), self.now())
+
+    def ha_runtime_info(self):
+        """GET_BROKER_HA_STATUS's body (``controller.ha_runtime_info``)."""
+        return self.table.ha_runtime_info(self.store.get_max_phy_offset(), self.now())
 
     def log_master_and_slave_diff(self):
         """``printMasterAndSlaveDiff``, plus one line per slave."""

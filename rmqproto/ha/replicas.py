@@ -36,6 +36,7 @@ places where they differ from Java's ``HAService`` / ``HAConnection``:
 import enum
 import itertools
 
+from rmqproto.codec.bodies.ha import HAConnectionRuntimeInfo, HARuntimeInfo
 from rmqproto.ha.flowcontrol import FlowMonitor
 
 __all__ = ["Replica", "ReplicaTable", "ReportKind", "ReportOutcome", "WarningGate",
@@ -229,24 +230,36 @@ class ReplicaTable:
         return [r.token for r in self.replicas.values()
                 if now - r.last_read > self.housekeeping_interval]
 
+    def ha_runtime_info(self, master_put_where, now):
+        """GET_BROKER_HA_STATUS's body (RocketMQ 5 ``DefaultHAService#getRuntimeInfo``): one
+        entry per connection; a slave that has not acked yet is ``master_put_where`` behind."""
+        info = HARuntimeInfo(master=True, master_commit_log_max_offset=master_put_where)
+        for r in self.replicas.values():
+            ack = r.slave_ack_offset
+            synced = self.is_in_sync(r, master_put_where, now)
+            info.in_sync_slave_nums += synced
+            info.ha_connection_info.append(HAConnectionRuntimeInfo(
+                addr=r.addr, slave_ack_offset=ack,
+                diff=master_put_where - ack if ack >= 0 else master_put_where, in_sync=synced,
+                transferred_byte_in_second=r.flow.speed(now),
+                transfer_from_where=r.transfer_from_where))
+        return info
+
     def runtime_info(self, master_put_where, now):
-        """Replication entries for GET_BROKER_RUNTIME_INFO (names from RocketMQ 5's
-        ``HARuntimeInfo``, per slave suffixed with ``_<addr>``; see docs/ha.md)."""
+        """Replication entries for GET_BROKER_RUNTIME_INFO: :meth:`ha_runtime_info`'s, per
+        slave suffixed with ``_<addr>`` (see docs/ha.md)."""
+        ha = self.ha_runtime_info(master_put_where, now)
         info = {
             "haConnectionCount": str(len(self.replicas)),
             "push2SlaveMaxOffset": str(self.push2slave_max_offset),
             "slaveFallBehindMuch": str(master_put_where - self.push2slave_max_offset),
             "masterCommitLogMaxOffset": str(master_put_where),
         }
-        in_sync = 0
-        for r in self.replicas.values():
-            synced = self.is_in_sync(r, master_put_where, now)
-            in_sync += synced
-            ack = r.slave_ack_offset
-            info["slaveAckOffset_" + r.addr] = str(ack)
-            info["diff_" + r.addr] = str(master_put_where - ack if ack >= 0 else master_put_where)
-            info["inSync_" + r.addr] = "true" if synced else "false"
-            info["transferFromWhere_" + r.addr] = str(r.transfer_from_where)
-            info["transferredByteInSecond_" + r.addr] = str(r.flow.speed(now))
-        info["inSyncSlaveNums"] = str(in_sync)
+        for c in ha.ha_connection_info:
+            info["slaveAckOffset_" + c.addr] = str(c.slave_ack_offset)
+            info["diff_" + c.addr] = str(c.diff)
+            info["inSync_" + c.addr] = "true" if c.in_sync else "false"
+            info["transferFromWhere_" + c.addr] = str(c.transfer_from_where)
+            info["transferredByteInSecond_" + c.addr] = str(c.transferred_byte_in_second)
+        info["inSyncSlaveNums"] = str(ha.in_sync_slave_nums)
         return info

@@ -17,6 +17,7 @@ from twisted.internet import protocol
 from twisted.logger import Logger
 
 from rmqproto.broker.slavesync import SlaveSynchronize
+from rmqproto.codec.bodies.ha import HARuntimeInfo
 from rmqproto.ha import receiver
 from rmqproto.ha.client import Close, Connect, HAClient, Send
 from rmqproto.ha.tls import tls_factory, tls_options
@@ -266,11 +267,17 @@ class HASlaveService(service.Service):
         info["masterAddr"] = self.slave_sync.master_addr or ""
         return info
 
+    def ha_runtime_info(self):
+        """GET_BROKER_HA_STATUS's body (``controller.ha_runtime_info``): the HA client's state."""
+        return HARuntimeInfo(ha_client_runtime_info=self.client.ha_client_runtime_info(
+            self.controller.reactor.seconds()))
+
     def startService(self):
         super().startService()
         registration = self.controller.registration
         registration.master_listeners.append(self.master_changed)
         self.controller.store.runtime_info_providers.append(self.runtime_info)
+        self.controller.ha_runtime_info = self.ha_runtime_info
         self.connector.start()
         self.master_changed(registration.master_addr, registration.ha_master_address)
         self.slave_sync.start()
@@ -283,5 +290,7 @@ class HASlaveService(service.Service):
         providers = self.controller.store.runtime_info_providers
         if self.runtime_info in providers:
             providers.remove(self.runtime_info)
+        if self.controller.ha_runtime_info == self.ha_runtime_info:
+            self.controller.ha_runtime_info = None
         self.slave_sync.stop()
         self.connector.shutdown()

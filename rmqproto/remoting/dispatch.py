@@ -119,6 +119,10 @@ class RequestDispatcher:
         """Route requests with ``code`` to ``processor`` (replacing any earlier one)."""
         self._processors[code] = _entry(processor)
 
+    def codes(self):
+        """The codes routed to a processor of their own."""
+        return set(self._processors)
+
     def register_default(self, processor):
         """Route every code without its own processor to ``processor``."""
         self._default = _entry(processor)

@@ -13,7 +13,7 @@ from twisted.logger import Logger
 from rmqproto import eventloop
 from rmqproto.acl import AclError
 from rmqproto.broker.config import SETTINGS, apply_startup_rules, vip_port
-from rmqproto.codec.codes import RequestCode
+from rmqproto.codec.codes import RequestCode, RequestCodeV5
 from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
@@ -48,10 +48,11 @@ class BrokerService(StartsCleanly, service.MultiService):
         self.listener = internet.TCPServer(config["listenPort"], self.factory, backlog=backlog,
                                            interface=config["bindAddress"], reactor=reactor)
         self.listener.setServiceParent(self)
-        #: The VIP ("fast") channel on listenPort - 2: every request but PULL_MESSAGE (``registerProcessor``).
+        #: The VIP ("fast") channel on listenPort - 2: every request but the pulls (``registerProcessor``).
         #: Java slaves fetch their metadata there.
         self.vip_factory = RemotingFactory(
-            self.controller.dispatcher.excluding(RequestCode.PULL_MESSAGE), reactor,
+            self.controller.dispatcher.excluding(
+                RequestCode.PULL_MESSAGE, RequestCodeV5.LITE_PULL_MESSAGE), reactor,
             budget=budget, tls=tls)
         self.vip_listener = internet.TCPServer(vip_port(config), self.vip_factory, backlog=backlog,
                                                interface=config["bindAddress"], reactor=reactor)

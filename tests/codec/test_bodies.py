@@ -191,6 +191,16 @@ def _samples(strategy, count):
     return found
 
 
+#: Members of RocketMQ 5's classes the 4.9.8 ones lack (fastjson skips them on reading).
+ROCKETMQ5_MEMBERS = {"body_consume_stats": {"pullOffset"}}
+
+
+def _without(value, names):
+    if isinstance(value, dict):
+        return {k: _without(v, names) for k, v in value.items() if k not in names}
+    return value
+
+
 @pytest.mark.java
 def test_java_decodes_our_encoding(java_interop):
     for kind, (cls, standard) in sorted(KINDS.items()):
@@ -198,7 +208,8 @@ def test_java_decodes_our_encoding(java_interop):
         answers = java_interop.decode(kind, [obj.to_json(standard=standard) for obj in objs])
         for obj, answer in zip(objs, answers):
             assert "error" not in answer, (kind, obj, answer)
-            assert unordered(answer["fields"]) == unordered(fields_of(obj)), kind
+            expected = _without(fields_of(obj), ROCKETMQ5_MEMBERS.get(kind, ()))
+            assert unordered(answer["fields"]) == unordered(expected), kind
 
 
 @pytest.mark.java

@@ -175,6 +175,20 @@ def test_runtime_info_names_and_values():
     }
 
 
+def test_ha_runtime_info_is_rocketmq5s_body_of_the_same_figures():
+    t = table(haSlaveFallbehindMax=1000)
+    t.register("a", "10.0.0.5:4000", 0)
+    t.report("a", 4500, 0, 5000, _oldest_kept)
+    t.replicas["a"].flow.add(700, 10)
+    t.register("b", "10.0.0.6:4000", 0)
+    info = t.ha_runtime_info(5000, now=1500)
+    assert (info.master, info.master_commit_log_max_offset, info.in_sync_slave_nums) == (True, 5000, 1)
+    assert [(c.addr, c.slave_ack_offset, c.diff, c.in_sync, c.transfer_from_where,
+             c.transferred_byte_in_second) for c in info.ha_connection_info] == [
+        ("10.0.0.5:4000", 4500, 500, True, 4500, 700),
+        ("10.0.0.6:4000", -1, 5000, False, -1, 0)]
+
+
 # ---------------------------------------------------------------- group transfer waits
 
 

@@ -20,8 +20,10 @@ def test_start_listens_on_the_ha_port_and_installs_the_hooks():
     assert (port, factory, interface) == (10912, ha.factory, "127.0.0.1")
     assert store.replica_waiter == ha.wait_for_replica
     assert store.runtime_info_providers == [ha.runtime_info]
+    assert ha.controller.ha_runtime_info == ha.ha_runtime_info
     ha.stopService()
     assert store.replica_waiter is None and store.runtime_info_providers == []
+    assert ha.controller.ha_runtime_info is None
     assert store.append_listeners == []
 
 
@@ -350,6 +352,16 @@ def test_runtime_info_shows_each_slave_ack_and_lag():
     assert info["slaveAckOffset_10.0.0.7:5000"] == "600"
     assert info["diff_10.0.0.7:5000"] == "400"
     assert info["inSyncSlaveNums"] == "1"
+
+
+def test_ha_runtime_info_is_the_tables_at_the_commit_logs_end():
+    ha, _, store = make_service()
+    store.append(data(1000))
+    Slave(ha, host="10.0.0.7", port=5000).report(600)
+    info = ha.ha_runtime_info()
+    assert (info.master_commit_log_max_offset, info.in_sync_slave_nums) == (1000, 1)
+    [connection] = info.ha_connection_info
+    assert (connection.addr, connection.slave_ack_offset, connection.diff) == ("10.0.0.7:5000", 600, 400)
 
 
 def test_the_diff_is_logged_every_minute(capsys):

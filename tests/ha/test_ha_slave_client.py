@@ -304,6 +304,22 @@ def test_runtime_info():
     assert info["haClientLastWriteTimestamp"] == "100000"
 
 
+def test_ha_client_runtime_info_counts_the_bytes_of_the_last_whole_second():
+    store = MemoryLog(data=b"z" * 42)
+    client = transferring(store, now=100.0)
+    client.data_received(encode_transfer(42, b"abc"), 100.5)
+    client.receiver_started()
+    client.receiver_progress(45, 20, 45, 1, 100.7)
+    during = client.ha_client_runtime_info(100.9)
+    assert (during.master_addr, during.max_offset, during.transferred_byte_in_second) == (
+        MASTER, 45, 0)  # the second is not over
+    info = client.ha_client_runtime_info(101.2)
+    assert info.transferred_byte_in_second == 15 + 20  # a transfer header is 12 bytes
+    assert (info.last_read_timestamp, info.last_write_timestamp) == (100700, 100700)
+    assert info.master_flush_offset == 0
+    assert client.ha_client_runtime_info(102.5).transferred_byte_in_second == 0
+
+
 # ---------------------------------------------------------------- a receive thread
 
 

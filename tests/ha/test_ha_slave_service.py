@@ -67,6 +67,18 @@ def test_connects_to_the_registered_ha_address_and_reports_at_once(slave):
     assert service.client.state.name == "TRANSFER"
 
 
+def test_ha_status_is_the_clients_while_the_service_runs(slave):
+    controller, service = slave
+    service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")
+    connect(controller.reactor)
+    info = controller.ha_runtime_info()
+    assert not info.master and info.ha_connection_info == []
+    assert info.ha_client_runtime_info.master_addr == "10.0.0.1:10912"
+    assert info.ha_client_runtime_info.last_write_timestamp == int(controller.reactor.seconds() * 1000)
+    service.stopService()
+    assert controller.ha_runtime_info is None
+
+
 def test_the_connection_reads_a_mebibyte_at_once_while_reads_fill_the_buffer(slave):
     controller, service = slave
     service.master_changed("10.0.0.1:10911", "10.0.0.1:10912")

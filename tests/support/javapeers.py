@@ -1,14 +1,17 @@
 """Real Apache RocketMQ Java processes as test peers: NameServer, broker, mqadmin, Java client.
 
-Two classpaths are built with Maven from ``tests/javapeers/`` (downloads are cached in
+Classpaths are built with Maven from ``tests/javapeers/`` (downloads are cached in
 ``~/.m2``): ``server`` (NameServer and broker 4.9.7, the newest 4.x server artifacts on
-Maven Central) and ``client`` (Java client and mqadmin 4.9.8, plus our small client programs).
+Maven Central), ``client`` (Java client and mqadmin 4.9.8, plus our small client programs)
+and, built the first time a test asks for it, ``client5`` (Java client and mqadmin 5.3.3,
+with the same client programs compiled against them).
 Every process runs on 127.0.0.1 with a small heap and is killed when its owner stops it.
 """
 
 import fcntl
 import functools
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -104,8 +107,9 @@ class JavaPeers:
         return self.start("namesrv-%d" % port, self.server_cp,
                           "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf), port=port)
 
-    def broker(self, name, **props):
-        """Start a Java broker from Java property names (``listenPort``, ``namesrvAddr``, …)."""
+    def broker(self, name, wait=True, **props):
+        """Start a Java broker from Java property names (``listenPort``, ``namesrvAddr``, …);
+        unless ``wait`` is false, wait until it listens."""
         store = self.workdir / ("store-" + name)
         defaults = dict(brokerClusterName="DefaultCluster", brokerName="broker-a", brokerId=0,
                         brokerIP1="127.0.0.1", brokerIP2="127.0.0.1",
@@ -116,20 +120,43 @@ class JavaPeers:
         conf = self._write_properties("broker-%s.properties" % name, defaults)
         return self.start("broker-" + name, self.server_cp,
                           "org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf),
-                          port=int(defaults["listenPort"]))
+                          port=int(defaults["listenPort"]) if wait else None)
 
-    def mqadmin(self, *args, timeout=120):
-        """Run one mqadmin (4.9.8) command; its output (stdout, then stderr) as text."""
+    @functools.cached_property
+    def client5_cp(self):
+        """The 5.3.3 client's classpath (built on first use: most tests never need it)."""
+        return build_classpath("client5")
+
+    def _mqadmin(self, classpath, args, timeout):
         result = subprocess.run(
-            self._java(self.client_cp, "org.apache.rocketmq.tools.command.MQAdminStartup",
+            self._java(classpath, "org.apache.rocketmq.tools.command.MQAdminStartup",
                        *[str(a) for a in args], heap="128m"),
             cwd=self.workdir, capture_output=True, timeout=timeout)
         return (result.stdout + result.stderr).decode(errors="replace")
 
-    def run_client(self, main, *args, timeout=300):
-        """Run a program of ``tests/javapeers/client`` to completion; the CompletedProcess."""
-        return subprocess.run(self._java(self.client_cp, main, *[str(a) for a in args],
-                                         heap="256m"),
+    def mqadmin(self, *args, timeout=120):
+        """Run one mqadmin (4.9.8) command; its output (stdout, then stderr) as text."""
+        return self._mqadmin(self.client_cp, args, timeout)
+
+    def mqadmin5(self, *args, timeout=120):
+        """Run one mqadmin 5.3.3 command; its output (stdout, then stderr) as text."""
+        return self._mqadmin(self.client5_cp, args, timeout)
+
+    def mqadmin5_batch(self, *commands, timeout=180):
+        """Run mqadmin 5.3.3 commands (each a sequence of arguments) one after the other in
+        one JVM (``MQAdminBatch``: a JVM start is seconds); the output of each, in order."""
+        args = [str(a) for command in commands for a in ("--next", *command)][1:]
+        result = self.run_client("rmqproto.peers.MQAdminBatch", *args, timeout=timeout,
+                                 classpath=self.client5_cp)
+        parts = re.split(r"^=== mqadmin .*$", result.stdout + result.stderr, flags=re.M)
+        assert len(parts) == len(commands) + 1, result.stdout + result.stderr
+        return parts[1:]
+
+    def run_client(self, main, *args, timeout=300, classpath=None):
+        """Run a program of ``tests/javapeers/client`` to completion (with the 4.9.8 client,
+        or the 5.3.3 one when ``classpath`` is :attr:`client5_cp`); the CompletedProcess."""
+        return subprocess.run(self._java(classpath or self.client_cp, main,
+                                         *[str(a) for a in args], heap="256m"),
                               cwd=self.workdir, capture_output=True, text=True, timeout=timeout)
 
     def stop_all(self):

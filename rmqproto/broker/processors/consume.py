@@ -292,6 +292,8 @@ class ConsumeProcessor:
         result = self.controller.store.get_message(
             header.consumer_group, header.topic, header.queue_id, header.queue_offset,
             header.max_msg_nums, message_filter)
+        self.controller.consumer_offset_manager.commit_pull_offset(
+            header.consumer_group, header.topic, header.queue_id, result.next_begin_offset)
         response = self._pull_response(request, header, group_config, result)
         if (response.code == R.PULL_NOT_FOUND and allow_suspend and has_suspend):
             timeout = (header.suspend_timeout_millis if self.setting("longPollingEnable", True)
@@ -629,7 +631,8 @@ class ConsumeProcessor:
 
     def get_consume_stats(self, request, context):
         """``mqadmin consumerProgress``: broker and consumer offsets of every read queue, and
-        the group's get TPS of the last minute (``consumeTps``)."""
+        the group's get TPS of the last minute (``consumeTps``), and
+        RocketMQ 5's ``pullOffset`` (where the last pull ended: 5.x prints "#Inflight")."""
         header = h.GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
         group = header.consumer_group
         if header.topic is None or not header.topic.strip():

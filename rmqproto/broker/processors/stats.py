@@ -35,14 +35,17 @@ def consumed_topic_config(controller, group, topic):
 
 def add_topic_offsets(controller, stats, group, topic, queue_count):
     """Add to ``stats`` (a ``ConsumeStats``) the broker and consumer offsets of ``group`` in
-    queues ``0 … queue_count - 1`` of ``topic``, and the group's get TPS of the topic."""
+    queues ``0 … queue_count - 1`` of ``topic`` (with RocketMQ 5's ``pullOffset``, where the
+    last pull ended), and the group's get TPS of the topic."""
     store = controller.store
     offsets = controller.consumer_offset_manager
     broker_name = controller.config["brokerName"]
     for queue_id in range(queue_count):
         broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
         consumer_offset = max(0, offsets.query_offset(group, topic, queue_id))
-        wrapper = OffsetWrapper(broker_offset=broker_offset, consumer_offset=consumer_offset)
+        pulled = offsets.query_pull_offset(group, topic, queue_id)
+        wrapper = OffsetWrapper(broker_offset=broker_offset, consumer_offset=consumer_offset,
+                                pull_offset=max(consumer_offset, pulled))
         if consumer_offset > 0:
             last = store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
             if last > 0:

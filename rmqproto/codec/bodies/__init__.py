@@ -8,6 +8,8 @@ fastjson or standard JSON and raises only :class:`~rmqproto.errors.CodecError`.
 from rmqproto.codec.bodies._bean import JavaEnum, JsonBean
 from rmqproto.codec.bodies.client import *  # noqa: F401,F403
 from rmqproto.codec.bodies.client import __all__ as _client_all
+from rmqproto.codec.bodies.ha import *  # noqa: F401,F403
+from rmqproto.codec.bodies.ha import __all__ as _ha_all
 from rmqproto.codec.bodies.offsets import *  # noqa: F401,F403
 from rmqproto.codec.bodies.offsets import __all__ as _offsets_all
 from rmqproto.codec.bodies.route import *  # noqa: F401,F403
@@ -17,4 +19,4 @@ from rmqproto.codec.bodies.stats import __all__ as _stats_all
 from rmqproto.codec.bodies.topic import *  # noqa: F401,F403
 from rmqproto.codec.bodies.topic import __all__ as _topic_all
 
-__all__ = ["JavaEnum", "JsonBean", *_topic_all, *_route_all, *_client_all, *_offsets_all, *_stats_all]
+__all__ = ["JavaEnum", "JsonBean", *_topic_all, *_route_all, *_client_all, *_offsets_all, *_stats_all, *_ha_all]

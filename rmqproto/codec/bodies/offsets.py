@@ -73,9 +73,12 @@ class TopicStatsTable(JsonBean):
 
 @json_bean
 class OffsetWrapper(JsonBean):
+    """One queue of :class:`ConsumeStats`; ``pull_offset`` is RocketMQ 5's (None: 4.9's body)."""
+
     broker_offset: int = member(LONG, default=0)
     consumer_offset: int = member(LONG, default=0)
     last_timestamp: int = member(LONG, default=0)
+    pull_offset: int = member(LONG, default=None)
 
 
 @json_bean

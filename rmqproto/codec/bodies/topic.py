@@ -20,6 +20,7 @@ __all__ = [
     "PERM_PRIORITY", "PERM_READ", "PERM_WRITE", "PERM_INHERIT", "TOPIC_SYS_FLAG_UNIT",
     "TOPIC_SYS_FLAG_UNIT_SUB", "perm_to_string", "TopicFilterType", "DataVersion", "TopicConfig",
     "TopicConfigSerializeWrapper", "RegisterBrokerBody", "MAX_INFLATED_REGISTER_BODY",
+    "TopicConfigAndQueueMapping",
 ]
 
 #: ``PermName`` bits.
@@ -84,6 +85,20 @@ class TopicConfig(JsonBean):
         name, read, write, perm, filter_type = parts
         numbers = [_java_parse_int(field) for field in (read, write, perm)]
         return cls(name, *numbers, topic_filter_type=EnumOf(TopicFilterType).decode(filter_type, "topicFilterType"))
+
+
+@json_bean
+class TopicConfigAndQueueMapping(TopicConfig):
+    """GET_TOPIC_CONFIG's body (RocketMQ 5's ``TopicConfigAndQueueMapping``): a topic config
+    with RocketMQ 5's ``attributes``. Its ``mappingDetail`` (a static topic's logical queues)
+    is left out: a 4.9-style broker has no static topics, and Java writes none for them."""
+
+    attributes: dict = member(MapOf(STRING, STRING), factory=dict)
+
+    @classmethod
+    def of(cls, topic_config):
+        """The body for one of the broker's :class:`TopicConfig`."""
+        return cls(**{spec.attr: getattr(topic_config, spec.attr) for spec in TopicConfig._specs})
 
 
 _JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
