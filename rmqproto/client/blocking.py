@@ -2,14 +2,13 @@
 Spark executors: no reactor, no threads. Only bytes and time move here; the rules are the
 cores' (:mod:`rmqproto.client.producer`, :mod:`rmqproto.client.consumer`)."""
 
-import os
 import socket
 import time
 
 from rmqproto.client.config import ConsumerConfig, ProducerConfig
-from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, client_id
+from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
-from rmqproto.client.message import UniqueIds, local_ip
+from rmqproto.client.message import UniqueIds
 from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, Reply, run, selecting
 from rmqproto.codec.codes import CURRENT_VERSION
 from rmqproto.codec.frame import FrameDecoder, decode_frame, encode_frame
@@ -165,8 +164,7 @@ class LitePullConsumer(_Transport):
 
     def __init__(self, config=None, **settings):
         self.config = config or ConsumerConfig(**settings)
-        super().__init__(LitePullCore(self.config, client_id(
-            self.config, local_ip(), os.getpid(), time.monotonic_ns())))
+        super().__init__(LitePullCore(self.config, this_client_id(self.config)))
 
     def _run(self, operation, *args):
         try:

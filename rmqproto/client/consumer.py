@@ -11,11 +11,13 @@ cache), so a queue's position, the next offset to pull, is also its consumed off
 what :meth:`LitePullCore.commit` stores on the broker.
 """
 
+import os
 import random
+import time
 
 from rmqproto.client.errors import BrokerError, ClientError
 from rmqproto.client.lookup import Call, NameServerLookup, request
-from rmqproto.client.message import ReceivedMessage, check_topic
+from rmqproto.client.message import ReceivedMessage, check_topic, local_ip
 from rmqproto.client.route import MessageQueue, TopicRoute
 from rmqproto.codec import message as wire
 from rmqproto.codec.bodies.client import (
@@ -446,4 +448,10 @@ def client_id(config, ip, pid, nanos):
     return "%s@%s" % (ip, name)
 
 
-__all__ = ["LitePullCore", "allocate_averagely", "decode_pulled", "client_id", "MessageQueue"]
+def this_client_id(config):
+    """The transports' :func:`client_id`: this host's address, this process, a fresh number."""
+    return client_id(config, local_ip(), os.getpid(), time.monotonic_ns())
+
+
+__all__ = ["LitePullCore", "allocate_averagely", "decode_pulled", "client_id", "this_client_id",
+           "MessageQueue"]

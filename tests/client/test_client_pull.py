@@ -7,15 +7,18 @@ import time
 
 import pytest
 
-from rmqproto.client import Message
+from twisted.internet import defer
+
+from rmqproto.client import Message, deferred
 from rmqproto.client.blocking import LitePullConsumer, Producer
+from support.realreactor import run_reactor
 from support.interop import java_available
 from support.javapeers import JavaPeers
 from support.syncclient import wait_until
 from client.clusters import open_cluster
 
 pytestmark = pytest.mark.java
-TOPIC, TAGGED = "PullTopic", "PullTagged"
+TOPIC, TAGGED, TWISTED = "PullTopic", "PullTagged", "PullTwisted"
 
 
 @pytest.fixture(scope="module", params=["ours", "java"])
@@ -26,7 +29,7 @@ def cluster(request, tmp_path_factory):
     peers = JavaPeers(workdir)
     cluster = None
     try:
-        cluster = open_cluster(request.param, workdir, peers, (TOPIC, TAGGED))
+        cluster = open_cluster(request.param, workdir, peers, (TOPIC, TAGGED, TWISTED))
         yield cluster
     finally:
         if cluster is not None:
@@ -46,9 +49,9 @@ def send(cluster, prefix, count, topic=TOPIC):
     return sent
 
 
-def consumer(cluster, group, **settings):
-    return LitePullConsumer(namesrvAddr=cluster.namesrv_addr, consumerGroup=group,
-                            consumeFromWhere="CONSUME_FROM_FIRST_OFFSET", **settings)
+def consumer(cluster, group, kind=LitePullConsumer, *args, **settings):
+    return kind(*args, namesrvAddr=cluster.namesrv_addr, consumerGroup=group,
+                consumeFromWhere="CONSUME_FROM_FIRST_OFFSET", **settings)
 
 
 def drain(consumer, count, timeout=30):
@@ -135,3 +138,30 @@ def test_assign_seek_offsets_for_times_and_tags(cluster):
         got = drain(c, 12)
         assert sorted(m.body.decode() for m in got) == sorted(
             body for body, (message, _) in sent.items() if message.tags != "Tag0")
+
+
+def test_twisted_consumer(cluster):
+    sent = send(cluster, "twisted", 16, topic=TWISTED)
+
+    async def scenario(reactor):
+        c = consumer(cluster, "cg_twisted", deferred.LitePullConsumer, reactor, autoCommit=False)
+        try:
+            c.subscribe(TWISTED)
+            got = []
+            while len(got) < 16:
+                more = await c.poll(10)
+                assert more
+                got += more
+            check_intact(got, sent)
+            await c.commit_sync()
+            committed = await defer.gatherResults([c.committed(q) for q in c.assignment()])
+            assert sum(committed) == 16
+            queue = got[0].queue
+            await c.seek_to_begin(queue)
+            again = await c.poll(5)
+            assert again[0].queue == queue and again[0].queue_offset == 0
+            assert await c.offset_for_timestamp(queue, 0) == 0
+        finally:
+            await c.close()
+
+    run_reactor(lambda reactor: defer.Deferred.fromCoroutine(scenario(reactor)), timeout=60)
