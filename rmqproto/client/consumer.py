@@ -82,10 +82,7 @@ class LitePullCore(NameServerLookup):
         super().__init__(config, rng or random.Random())
         if config.consumeFromWhere not in START_POSITIONS:
             raise ClientError("consumeFromWhere must be one of %s" % ", ".join(START_POSITIONS))
-        self.config = config
         self.client_id = client_id
-        self.routes = {}  # topic -> (TopicRoute, when fetched)
-        self.stale = set()  # topics whose route is fetched again before the next use
         self.subscriptions = {}  # topic -> SubscriptionData (subscribe mode)
         self.assigned = []  # the queues pulled, in order
         self.positions = {}  # queue -> next offset to pull; missing: asked of the broker first
@@ -131,9 +128,8 @@ class LitePullCore(NameServerLookup):
     def route(self, topic, now):
         """Generator: ``(TopicRoute, now)``, fetched when unknown, marked stale or older than
         ``pollNameServerInterval``; the route held is kept while no NameServer answers."""
-        known = self.routes.get(topic)
-        if (known is not None and topic not in self.stale
-                and now - known[1] < self.config.pollNameServerInterval):
+        known, current = self.held_route(topic, now)
+        if current:
             return known[0], now
         try:
             data, now = yield from self.fetch_route(topic, now)
@@ -150,12 +146,6 @@ class LitePullCore(NameServerLookup):
         self.routes[topic] = known
         self.stale.discard(topic)
         return known[0], now
-
-    def live_addresses(self):
-        """The NameServers and every broker address of the routes held."""
-        return {address for route, _ in self.routes.values()
-                for addrs in route.addresses.values() for address in addrs.values()
-                } | set(self.nameservers.addresses)
 
     def _broker_call(self, queue, code, header, now, master_only=True, body=None,
                      timeout=REQUEST_TIMEOUT_MS):

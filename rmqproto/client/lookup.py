@@ -45,10 +45,28 @@ def route_request(topic):
 
 
 class NameServerLookup:
-    """The NameServers of ``config.namesrvAddr``, asked in the order the configured strategy gives."""
+    """The NameServers of ``config.namesrvAddr``, asked in the order the configured strategy
+    gives, and the routes held: topic -> ``(TopicRoute, when fetched)``."""
 
     def __init__(self, config, rng):
+        self.config = config
         self.nameservers = make_strategy(config.nameServerStrategy, config.namesrv_list, rng)
+        self.routes = {}
+        self.stale = set()  # topics whose route is fetched again before the next use
+
+    def held_route(self, topic, now):
+        """``(TopicRoute, fetched)`` held for ``topic`` (or ``None``), and whether it is still
+        fresh: not marked stale and younger than ``pollNameServerInterval``."""
+        known = self.routes.get(topic)
+        return known, (known is not None and topic not in self.stale
+                       and now - known[1] < self.config.pollNameServerInterval)
+
+    def live_addresses(self):
+        """The NameServers and every broker address of the routes held; connections to
+        other addresses can go (``cleanOfflineBroker``)."""
+        return {address for route, _ in self.routes.values()
+                for addrs in route.addresses.values() for address in addrs.values()
+                } | set(self.nameservers.addresses)
 
     def ask_nameserver(self, request, now):
         """Generator: send ``request`` to the NameServer the strategy picks, and to the

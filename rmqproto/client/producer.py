@@ -75,13 +75,10 @@ class ProducerCore(NameServerLookup):
     message ids. ``rng`` and ``ids`` are given by tests; the transports pass their own."""
 
     def __init__(self, config, rng=None, ids=None):
-        self.config = config
         rng = rng or random.Random()
         NameServerLookup.__init__(self, config, rng)
         self.selector = QueueSelector(rng, config.sendLatencyFaultEnable)
         self.ids = ids or UniqueIds(salt=rng.getrandbits(32))
-        self.routes = {}  # topic -> (TopicRoute, when fetched)
-        self.stale = set()  # topics whose route is fetched again before the next use
         self.route_fetches = 0  # routes stored so far: a transport prunes connections when it moves
 
     # ------------------------------------------------------------ NameServer and routes
@@ -94,9 +91,8 @@ class ProducerCore(NameServerLookup):
         route. When no NameServer answers (or the answer has no writable queue), the route
         already known is kept for another ``pollNameServerInterval``.
         """
-        known = self.routes.get(topic)
-        if (known is not None and topic not in self.stale
-                and now - known[1] < self.config.pollNameServerInterval):
+        known, current = self.held_route(topic, now)
+        if current:
             return known[0], now
         try:
             data, now = yield from self.fetch_route(topic, now)
@@ -129,13 +125,6 @@ class ProducerCore(NameServerLookup):
                 _, now = yield from self.route(topic, now)
             except ClientError:
                 pass
-
-    def live_addresses(self):
-        """The NameServers and every broker address of the routes held; connections to
-        other addresses can go (``cleanOfflineBroker``)."""
-        return {address for route, _ in self.routes.values()
-                for addrs in route.addresses.values() for address in addrs.values()
-                } | set(self.nameservers.addresses)
 
     # ------------------------------------------------------------ building sends
 

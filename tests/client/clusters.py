@@ -1,11 +1,16 @@
 """The two clusters the client's end-to-end tests run against: our NameServer and two
 masters, and the Java 4.9.7 NameServer and two masters."""
 
+from contextlib import contextmanager
+
+import pytest
+
 from broker.brokerkit import start_broker
 from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode, ResponseCode
 from support.daemons import start_nameserver
-from support.javapeers import broker_port, free_port
+from support.interop import java_available
+from support.javapeers import JavaPeers, broker_port, free_port
 from support.syncclient import call, create_topic, wait_until
 
 BROKERS = ("broker-a", "broker-b")
@@ -83,3 +88,21 @@ def open_cluster(kind, workdir, peers, topics):
         cluster.stop()
         raise
     return cluster
+
+
+@contextmanager
+def cluster_for(kind, tmp_path_factory, topics):
+    """The body of a module fixture: :func:`open_cluster` of ``kind`` in a fresh directory,
+    every process stopped at the end (skipped without Java, which fails a CI run)."""
+    if not java_available():
+        pytest.skip("Java 17 and Maven are not installed")
+    workdir = tmp_path_factory.mktemp("client-" + kind)
+    peers = JavaPeers(workdir)
+    cluster = None
+    try:
+        cluster = open_cluster(kind, workdir, peers, topics)
+        yield cluster
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        peers.stop_all()

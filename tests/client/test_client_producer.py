@@ -12,11 +12,9 @@ from twisted.internet import defer
 
 from rmqproto.client import ClientError, Message, SendStatus
 from rmqproto.client import blocking, deferred
-from support.interop import java_available
-from support.javapeers import JavaPeers
 from support.realreactor import run_reactor
 from support.syncclient import wait_until
-from client.clusters import BROKERS, open_cluster, route_brokers
+from client.clusters import BROKERS, cluster_for, route_brokers
 
 pytestmark = pytest.mark.java
 TOPIC, FAILOVER_TOPIC, AUTO_TOPIC = "ClientTopic", "ClientFailover", "ClientAutoTopic"
@@ -24,19 +22,9 @@ TOPIC, FAILOVER_TOPIC, AUTO_TOPIC = "ClientTopic", "ClientFailover", "ClientAuto
 
 @pytest.fixture(scope="module", params=["ours", "java"])
 def cluster(request, tmp_path_factory):
-    if not java_available():
-        pytest.skip("Java 17 and Maven are not installed")
-    workdir = tmp_path_factory.mktemp("client-" + request.param)
-    peers = JavaPeers(workdir)
-    cluster = None
-    try:
-        cluster = open_cluster(request.param, workdir, peers, (TOPIC, FAILOVER_TOPIC))
+    with cluster_for(request.param, tmp_path_factory, (TOPIC, FAILOVER_TOPIC)) as cluster:
         cluster.sent = {}  # body -> (message, SendResult or None)
         yield cluster
-    finally:
-        if cluster is not None:
-            cluster.stop()
-        peers.stop_all()
 
 
 def messages(prefix, count, topic=TOPIC, **kw):

@@ -12,10 +12,8 @@ from twisted.internet import defer
 from rmqproto.client import Message, deferred
 from rmqproto.client.blocking import LitePullConsumer, Producer
 from support.realreactor import run_reactor
-from support.interop import java_available
-from support.javapeers import JavaPeers
 from support.syncclient import wait_until
-from client.clusters import open_cluster
+from client.clusters import cluster_for
 
 pytestmark = pytest.mark.java
 TOPIC, TAGGED, TWISTED = "PullTopic", "PullTagged", "PullTwisted"
@@ -23,18 +21,8 @@ TOPIC, TAGGED, TWISTED = "PullTopic", "PullTagged", "PullTwisted"
 
 @pytest.fixture(scope="module", params=["ours", "java"])
 def cluster(request, tmp_path_factory):
-    if not java_available():
-        pytest.skip("Java 17 and Maven are not installed")
-    workdir = tmp_path_factory.mktemp("pull-" + request.param)
-    peers = JavaPeers(workdir)
-    cluster = None
-    try:
-        cluster = open_cluster(request.param, workdir, peers, (TOPIC, TAGGED, TWISTED))
+    with cluster_for(request.param, tmp_path_factory, (TOPIC, TAGGED, TWISTED)) as cluster:
         yield cluster
-    finally:
-        if cluster is not None:
-            cluster.stop()
-        peers.stop_all()
 
 
 def send(cluster, prefix, count, topic=TOPIC):
