@@ -9,7 +9,8 @@ from rmqproto.client.config import ConsumerConfig, ProducerConfig
 from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
 from rmqproto.client.message import UniqueIds
-from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, Reply, run, selecting
+from rmqproto.client.lookup import Reply, run
+from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, selecting
 from rmqproto.codec.codes import CURRENT_VERSION
 from rmqproto.codec.frame import FrameDecoder, decode_frame, encode_frame
 from rmqproto.errors import CodecError

@@ -10,7 +10,8 @@ from rmqproto.client.config import ConsumerConfig, ProducerConfig
 from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
 from rmqproto.client.message import UniqueIds
-from rmqproto.client.producer import ASYNC, ONEWAY, SYNC, ProducerCore, Reply, selecting
+from rmqproto.client.lookup import Reply
+from rmqproto.client.producer import ASYNC, ONEWAY, SYNC, ProducerCore, selecting
 from rmqproto.remoting import RemotingClient
 from rmqproto.remoting.errors import RemotingError
 

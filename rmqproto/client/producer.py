@@ -1,8 +1,8 @@
 """The producer's rules, without I/O (``DefaultMQProducerImpl#sendDefaultImpl`` /
 ``sendKernelImpl``, ``MQClientAPIImpl#processSendResponse`` and ``onExceptionImpl``).
 
-A call is a generator: it yields :class:`Call` (a request to send to an address, with a
-timeout) and is sent back a :class:`Reply` (the response, or the transport's error, and
+A call is a generator: it yields :class:`~rmqproto.client.lookup.Call` (a request to send to an address, with a
+timeout) and is sent back a :class:`~rmqproto.client.lookup.Reply` (the response, or the transport's error, and
 the time it came). The transports in :mod:`~rmqproto.client.blocking` and
 :mod:`~rmqproto.client.deferred` only run these generators; every rule is here.
 
@@ -21,8 +21,7 @@ from collections import namedtuple
 from rmqproto.client.errors import BrokerError, ClientError
 from rmqproto.client.fault import QueueSelector
 from rmqproto.client.message import SendResult, SendStatus, UniqueIds, check_message, check_topic
-from rmqproto.client.lookup import (  # noqa: F401 - Call, Reply, run: the core's API
-    LANGUAGE, NAMESRV_TIMEOUT_MS, Call, NameServerLookup, Reply, route_request, run)
+from rmqproto.client.lookup import LANGUAGE, Call, NameServerLookup
 from rmqproto.client.route import TopicRoute, borrowed_route
 from rmqproto.codec import message as wire
 from rmqproto.codec.codes import RequestCode, ResponseCode
