@@ -1,6 +1,6 @@
 """The lite pull consumer end to end against our NameServer and two masters and against
 the Java 4.9.7 NameServer and two masters, in the same tests: what our producer sent is
-consumed back intact, committed, and a new consumer of the group resumes from there; two
+consumed back intact (and what the Java 4.9.8 producer sent), committed, and a new consumer of the group resumes from there; two
 consumers of a group share the queues; assign, seeks, offsets for times and tag filters."""
 
 import time
@@ -16,12 +16,12 @@ from support.syncclient import wait_until
 from client.clusters import cluster_for
 
 pytestmark = pytest.mark.java
-TOPIC, TAGGED, TWISTED = "PullTopic", "PullTagged", "PullTwisted"
+TOPIC, TAGGED, TWISTED, JAVA_SENT = "PullTopic", "PullTagged", "PullTwisted", "PullJavaSent"
 
 
 @pytest.fixture(scope="module", params=["ours", "java"])
 def cluster(request, tmp_path_factory):
-    with cluster_for(request.param, tmp_path_factory, (TOPIC, TAGGED, TWISTED)) as cluster:
+    with cluster_for(request.param, tmp_path_factory, (TOPIC, TAGGED, TWISTED, JAVA_SENT)) as cluster:
         yield cluster
 
 
@@ -153,3 +153,20 @@ def test_twisted_consumer(cluster):
             await c.close()
 
     run_reactor(lambda reactor: defer.Deferred.fromCoroutine(scenario(reactor)), timeout=60)
+
+
+def test_consumes_what_the_java_producer_sent(cluster):
+    result = cluster.peers.run_client("rmqproto.peers.SendAll", cluster.namesrv_addr, JAVA_SENT, 4)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    acked = {msg_id: line.split()[0] for line in result.stdout.splitlines()
+             if line.split() and line.split()[0] in ("SYNC", "ASYNC", "BATCH")
+             for msg_id in line.split()[2].split(",")}
+    with consumer(cluster, "cg_java_sent") as c:
+        c.subscribe(JAVA_SENT)
+        got = drain(c, 16)
+    assert len(got) == 16  # sync, async, oneway and one batch of 4 each
+    assert set(acked) <= {m.msg_id for m in got}
+    for m in got:
+        kind, _, seq = m.keys[0].split("-")
+        assert m.body.decode() == "%s body %s \u00e9\u4e2d" % (kind, seq)
+        assert (m.tags, m.user_properties) == ("Tag" + kind, {"seq": seq})
