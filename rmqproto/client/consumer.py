@@ -36,13 +36,13 @@ FLAG_SUBSCRIPTION = 0x4
 REQUEST_TIMEOUT_MS = 3000
 #: Where a new group starts on a queue (``RebalanceLitePullImpl#computePullFromWhere``).
 START_POSITIONS = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")
-#: How long a blocking poll waits after a round of pulls found nothing (the pulls do not
-#: long-poll: one transport pulls every queue in turn).
+#: How long a transport's poll waits after a round of pulls found nothing (the pulls do
+#: not long-poll: one transport pulls every queue in turn).
 IDLE_PULL_WAIT_MS = 100
-#: A pull's answer code -> Java's ``PullStatus`` (every one moves to ``nextBeginOffset``).
-PULL_STATUS = {ResponseCode.SUCCESS: "FOUND", ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
-               ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
-               ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL"}
+#: The codes of a pull's answer that are a ``PullStatus``: FOUND, NO_NEW_MSG, NO_MATCHED_MSG
+#: and OFFSET_ILLEGAL; each moves the position to ``nextBeginOffset``.
+PULL_CODES = frozenset((ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND,
+                        ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_OFFSET_MOVED))
 
 
 def allocate_averagely(queues, client_ids, me):
@@ -261,7 +261,7 @@ class LitePullCore(NameServerLookup):
             self.pull_from.pop(queue, None)
             raise ClientError("pull from %s failed: %s" % (address, reply.error)) from reply.error
         answer = reply.response
-        if answer.code not in PULL_STATUS:
+        if answer.code not in PULL_CODES:
             raise BrokerError(answer.code, answer.remark, address)
         header = PullMessageResponseHeader.from_ext_fields(answer.ext_fields)
         self.pull_from[queue] = header.suggest_which_broker_id
