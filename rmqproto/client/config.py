@@ -1,16 +1,21 @@
-"""Producer settings under the Java property names and with the defaults of
-``ClientConfig`` and ``DefaultMQProducer`` (4.9.8)."""
+"""Client settings under the Java property names and with the defaults of
+``ClientConfig``, ``DefaultMQProducer`` and ``DefaultLitePullConsumer`` (4.9.8)."""
 
 from rmqproto.client.errors import ClientError
 
 #: ``TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC``: the route a topic unknown to the NameServer borrows.
 AUTO_CREATE_TOPIC_KEY = "TBW102"
 
-_DEFAULTS = {
+_CLIENT = {
     # ClientConfig
     "namesrvAddr": "",
     "pollNameServerInterval": 30_000,
     "instanceName": "DEFAULT",
+    # not in Java: how this client picks a NameServer (see rmqproto.client.nameserver)
+    "nameServerStrategy": "random",
+}
+
+_PRODUCER = {
     # DefaultMQProducer
     "producerGroup": "DEFAULT_PRODUCER",
     "createTopicKey": AUTO_CREATE_TOPIC_KEY,
@@ -22,25 +27,38 @@ _DEFAULTS = {
     "retryAnotherBrokerWhenNotStoreOK": False,
     "maxMessageSize": 4 * 1024 * 1024,
     "sendLatencyFaultEnable": False,
-    # not in Java: how this client picks a NameServer (see rmqproto.client.nameserver)
-    "nameServerStrategy": "random",
+}
+
+_LITE_PULL_CONSUMER = {
+    # DefaultLitePullConsumer
+    "heartbeatBrokerInterval": 30_000,  # ClientConfig
+    "consumerGroup": "DEFAULT_CONSUMER",
+    "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
+    "autoCommit": True,
+    "autoCommitIntervalMillis": 5000,
+    "pullBatchSize": 10,
+    "consumerPullTimeoutMillis": 10_000,
+    "brokerSuspendMaxTimeMillis": 20_000,
+    "pollTimeoutMillis": 5000,
+    # Java's system property rocketmq.client.rebalance.waitInterval
+    "rebalanceInterval": 20_000,
 }
 
 
-class ProducerConfig:
-    """The settings of one producer, each an attribute named as in Java
-    (``config.sendMsgTimeout``); times are milliseconds as in Java.
+class _Settings:
+    """Settings, each an attribute named as in Java (``config.sendMsgTimeout``); times are
+    milliseconds as in Java. An unknown name is refused so that a misspelt setting does not
+    pass silently."""
 
-    An unknown name is refused so that a misspelt setting does not pass silently.
-    """
-
-    __slots__ = tuple(_DEFAULTS)
+    __slots__ = ()
+    _DEFAULTS = {}
+    _KIND = ""
 
     def __init__(self, **settings):
-        unknown = sorted(set(settings) - set(_DEFAULTS))
+        unknown = sorted(set(settings) - set(self._DEFAULTS))
         if unknown:
-            raise ClientError("unknown producer setting(s): %s" % ", ".join(unknown))
-        for name, default in _DEFAULTS.items():
+            raise ClientError("unknown %s setting(s): %s" % (self._KIND, ", ".join(unknown)))
+        for name, default in self._DEFAULTS.items():
             value = settings.get(name, default)
             if type(default) is int and (type(value) is not int or value < 0):
                 raise ClientError("%s must be a non-negative int, got %r" % (name, value))
@@ -52,4 +70,20 @@ class ProducerConfig:
         return [part.strip() for part in self.namesrvAddr.split(";") if part.strip()]
 
     def as_dict(self):
-        return {name: getattr(self, name) for name in _DEFAULTS}
+        return {name: getattr(self, name) for name in self._DEFAULTS}
+
+
+class ProducerConfig(_Settings):
+    """The settings of one producer (``ClientConfig`` and ``DefaultMQProducer``)."""
+
+    _DEFAULTS = {**_CLIENT, **_PRODUCER}
+    _KIND = "producer"
+    __slots__ = tuple(_DEFAULTS)
+
+
+class ConsumerConfig(_Settings):
+    """The settings of one lite pull consumer (``ClientConfig`` and ``DefaultLitePullConsumer``)."""
+
+    _DEFAULTS = {**_CLIENT, **_LITE_PULL_CONSUMER}
+    _KIND = "consumer"
+    __slots__ = tuple(_DEFAULTS)

@@ -10,6 +10,7 @@ import socket
 import time
 
 from rmqproto.client.errors import ClientError
+from rmqproto.client.route import MessageQueue
 from rmqproto.codec import message as wire
 
 #: ``Validators``: a topic is letters, digits, ``%``, ``|``, ``_`` and ``-``, at most 127 characters.
@@ -115,6 +116,14 @@ def month_start_ms(now_ms):
     return calendar.timegm((year, month, 1, 0, 0, 0)) * 1000
 
 
+def local_ip():
+    """This host's IPv4 address (127.0.0.1 if it has none)."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
 class UniqueIds:
     """``MessageClientIDSetter``: 32 hex digits, the client's IPv4 address, process id (16
     bits) and a 32-bit salt (Java: the class loader's hash), then the milliseconds since
@@ -132,11 +141,7 @@ class UniqueIds:
     @classmethod
     def for_this_host(cls):
         """Ids with this host's IPv4 address (127.0.0.1 if it has none), pid and a random salt."""
-        try:
-            ip = socket.gethostbyname(socket.gethostname())
-        except OSError:
-            ip = "127.0.0.1"
-        return cls(ip, os.getpid(), random.getrandbits(32))
+        return cls(local_ip(), os.getpid(), random.getrandbits(32))
 
     def next_id(self, now_ms):
         """A new id for a message created at ``now_ms``."""
@@ -157,3 +162,51 @@ def id_time_ms(msg_id, now_ms):
 def id_ip(msg_id):
     """``getIPStrFromID``: the client address written in the id."""
     return ".".join(str(b) for b in bytes.fromhex(msg_id[:8]))
+
+
+class ReceivedMessage:
+    """A pulled message (``MessageExt``): ``body`` decompressed, ``properties`` all of
+    them (user and system), ``msg_id`` the producer's ``UNIQ_KEY`` (else the store id),
+    ``offset_msg_id`` the broker's store id, ``queue`` and ``queue_offset`` where it lies."""
+
+    __slots__ = ("topic", "body", "properties", "msg_id", "offset_msg_id", "queue",
+                 "queue_offset", "born_timestamp", "store_timestamp", "born_host",
+                 "store_host", "reconsume_times", "flag")
+
+    @classmethod
+    def from_record(cls, record, broker_name, min_offset, max_offset):
+        """From a decoded :class:`~rmqproto.codec.message.MessageRecord`, with the queue's
+        ``MIN_OFFSET`` / ``MAX_OFFSET`` properties as ``PullAPIWrapper`` sets them."""
+        self = cls()
+        self.topic = record.topic
+        self.body = wire.uncompressed_body(record)
+        self.properties = dict(record.properties)
+        self.properties[wire.PROPERTY_MIN_OFFSET] = str(min_offset)
+        self.properties[wire.PROPERTY_MAX_OFFSET] = str(max_offset)
+        self.offset_msg_id = record.msg_id
+        self.msg_id = self.properties.get(wire.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or self.offset_msg_id
+        self.queue = MessageQueue(record.topic, broker_name, record.queue_id)
+        self.queue_offset = record.queue_offset
+        self.born_timestamp, self.store_timestamp = record.born_timestamp, record.store_timestamp
+        self.born_host, self.store_host = record.born_host, record.store_host
+        self.reconsume_times, self.flag = record.reconsume_times, record.flag
+        return self
+
+    @property
+    def tags(self):
+        return self.properties.get(wire.PROPERTY_TAGS)
+
+    @property
+    def keys(self):
+        """The keys, as a list (``KEYS`` split on spaces)."""
+        keys = self.properties.get(wire.PROPERTY_KEYS)
+        return keys.split(wire.KEY_SEPARATOR) if keys else []
+
+    @property
+    def user_properties(self):
+        """The properties that are not the system's."""
+        return {k: v for k, v in self.properties.items() if k not in RESERVED_PROPERTIES}
+
+    def __repr__(self):
+        return "ReceivedMessage(queue=%r, queue_offset=%d, msg_id=%s, tags=%r, body=<%d bytes>)" % (
+            self.queue, self.queue_offset, self.msg_id, self.tags, len(self.body))

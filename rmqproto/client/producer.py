@@ -1,8 +1,8 @@
 """The producer's rules, without I/O (``DefaultMQProducerImpl#sendDefaultImpl`` /
 ``sendKernelImpl``, ``MQClientAPIImpl#processSendResponse`` and ``onExceptionImpl``).
 
-A call is a generator: it yields :class:`Call` (a request to send to an address, with a
-timeout) and is sent back a :class:`Reply` (the response, or the transport's error, and
+A call is a generator: it yields :class:`~rmqproto.client.lookup.Call` (a request to send to an address, with a
+timeout) and is sent back a :class:`~rmqproto.client.lookup.Reply` (the response, or the transport's error, and
 the time it came). The transports in :mod:`~rmqproto.client.blocking` and
 :mod:`~rmqproto.client.deferred` only run these generators; every rule is here.
 
@@ -21,19 +21,14 @@ from collections import namedtuple
 from rmqproto.client.errors import BrokerError, ClientError
 from rmqproto.client.fault import QueueSelector
 from rmqproto.client.message import SendResult, SendStatus, UniqueIds, check_message, check_topic
-from rmqproto.client.nameserver import make_strategy
+from rmqproto.client.lookup import LANGUAGE, Call, NameServerLookup
 from rmqproto.client.route import TopicRoute, borrowed_route
 from rmqproto.codec import message as wire
-from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode, ResponseCode
 from rmqproto.codec.frame import FLAG_ONEWAY, RemotingCommand
 from rmqproto.codec.headers import (
-    GetRouteInfoRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader)
+    SendMessageRequestHeaderV2, SendMessageResponseHeader)
 
-#: A request the transport is to make; ``timeout_ms`` is what is left of the call's time.
-Call = namedtuple("Call", "address request timeout_ms oneway")
-#: What became of a :class:`Call`: ``response`` or ``error`` (a transport error), at ``now`` (ms).
-Reply = namedtuple("Reply", "response error now")
 
 SYNC, ASYNC, ONEWAY = "sync", "async", "oneway"
 _RETRIES = {SYNC: "retryTimesWhenSendFailed", ASYNC: "retryTimesWhenSendAsyncFailed"}
@@ -47,25 +42,9 @@ _STATUS = {ResponseCode.SUCCESS: SendStatus.SEND_OK,
            ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE}
 #: ``rocketmq.message.compressLevel``'s default.
 COMPRESS_LEVEL = 5
-#: The client's language on the wire (``LanguageCode.PYTHON``).
-LANGUAGE = "PYTHON"
-#: How long a NameServer request may take (``MQClientInstance``'s 3 s).
-NAMESRV_TIMEOUT_MS = 3000
 
 #: One send made ready: the request parts that do not depend on the queue.
 Outgoing = namedtuple("Outgoing", "topic code body sys_flag flag properties batch msg_id")
-
-
-def run(steps, perform):
-    """Run the generator ``steps`` of a core call with ``perform(call) -> Reply`` (which
-    blocks); the call's return value."""
-    reply = None
-    while True:
-        try:
-            call = steps.send(reply)
-        except StopIteration as done:
-            return done.value
-        reply = perform(call)
 
 
 def selecting(selector, message, arg):
@@ -74,12 +53,6 @@ def selecting(selector, message, arg):
     if selector is None:
         return None
     return lambda queues: selector(list(queues), message, arg)
-
-
-def route_request(topic):
-    """GET_ROUTEINFO_BY_TOPIC for ``topic``."""
-    return RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC, language=LANGUAGE,
-                           ext_fields=GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
 
 
 def parse_send_answer(response, queue, msg_id, address):
@@ -96,44 +69,18 @@ def parse_send_answer(response, queue, msg_id, address):
                       ext.get(wire.PROPERTY_TRACE_SWITCH) != "false")
 
 
-class ProducerCore:
+class ProducerCore(NameServerLookup):
     """One producer's state: its settings, NameServer strategy, routes, queue selector and
     message ids. ``rng`` and ``ids`` are given by tests; the transports pass their own."""
 
     def __init__(self, config, rng=None, ids=None):
-        self.config = config
         rng = rng or random.Random()
-        self.nameservers = make_strategy(config.nameServerStrategy, config.namesrv_list, rng)
+        NameServerLookup.__init__(self, config, rng)
         self.selector = QueueSelector(rng, config.sendLatencyFaultEnable)
         self.ids = ids or UniqueIds(salt=rng.getrandbits(32))
-        self.routes = {}  # topic -> (TopicRoute, when fetched)
-        self.stale = set()  # topics whose route is fetched again before the next use
         self.route_fetches = 0  # routes stored so far: a transport prunes connections when it moves
 
     # ------------------------------------------------------------ NameServer and routes
-
-    def ask_nameserver(self, request, now):
-        """Generator: send ``request`` to the NameServer the strategy picks, and to the
-        next ones while they fail; returns ``(response, now)``."""
-        error = None
-        for _ in self.nameservers.addresses:
-            address = self.nameservers.choose(now)
-            self.nameservers.begin(address, now)
-            reply = yield Call(address, request, NAMESRV_TIMEOUT_MS, False)
-            now = reply.now
-            self.nameservers.end(address, reply.error is None, now)
-            if reply.error is None:
-                return reply.response, now
-            error = reply.error
-        raise ClientError("no NameServer answered (%s)" % error) from error
-
-    def _fetch_route(self, topic, now):
-        answer, now = yield from self.ask_nameserver(route_request(topic), now)
-        if answer.code == ResponseCode.SUCCESS:
-            return TopicRouteData.from_json(answer.body), now
-        if answer.code == ResponseCode.TOPIC_NOT_EXIST:
-            return None, now
-        raise BrokerError(answer.code, answer.remark)
 
     def route(self, topic, now):
         """Generator: ``(TopicRoute, now)`` of ``topic`` (``tryToFindTopicPublishInfo``).
@@ -143,14 +90,13 @@ class ProducerCore:
         route. When no NameServer answers (or the answer has no writable queue), the route
         already known is kept for another ``pollNameServerInterval``.
         """
-        known = self.routes.get(topic)
-        if (known is not None and topic not in self.stale
-                and now - known[1] < self.config.pollNameServerInterval):
+        known, current = self.held_route(topic, now)
+        if current:
             return known[0], now
         try:
-            data, now = yield from self._fetch_route(topic, now)
+            data, now = yield from self.fetch_route(topic, now)
             if data is None and known is None and topic != self.config.createTopicKey:
-                default, now = yield from self._fetch_route(self.config.createTopicKey, now)
+                default, now = yield from self.fetch_route(self.config.createTopicKey, now)
                 if default is not None:
                     data = borrowed_route(default, self.config.defaultTopicQueueNums)
         except ClientError:
@@ -178,13 +124,6 @@ class ProducerCore:
                 _, now = yield from self.route(topic, now)
             except ClientError:
                 pass
-
-    def live_addresses(self):
-        """The NameServers and every broker address of the routes held; connections to
-        other addresses can go (``cleanOfflineBroker``)."""
-        return {address for route, _ in self.routes.values()
-                for addrs in route.addresses.values() for address in addrs.values()
-                } | set(self.nameservers.addresses)
 
     # ------------------------------------------------------------ building sends
 

@@ -5,7 +5,8 @@ import random
 
 from rmqproto.client.config import ProducerConfig
 from rmqproto.client.message import UniqueIds
-from rmqproto.client.producer import ProducerCore, Reply, run
+from rmqproto.client.lookup import Reply, run
+from rmqproto.client.producer import ProducerCore
 from rmqproto.codec.bodies.route import BrokerData, QueueData, TopicRouteData
 from rmqproto.codec.codes import RequestCode, ResponseCode
 from rmqproto.codec.headers import SendMessageRequestHeaderV2

@@ -12,97 +12,19 @@ from twisted.internet import defer
 
 from rmqproto.client import ClientError, Message, SendStatus
 from rmqproto.client import blocking, deferred
-from rmqproto.codec.codes import RequestCode, ResponseCode
-from support.daemons import start_nameserver
-from support.interop import java_available
-from support.javapeers import JavaPeers, broker_port, free_port
 from support.realreactor import run_reactor
-from support.syncclient import call, create_topic, wait_until
-from broker.brokerkit import start_broker
+from support.syncclient import wait_until
+from client.clusters import BROKERS, cluster_for, route_brokers
 
 pytestmark = pytest.mark.java
 TOPIC, FAILOVER_TOPIC, AUTO_TOPIC = "ClientTopic", "ClientFailover", "ClientAutoTopic"
-BROKERS = ("broker-a", "broker-b")
-
-
-class OurCluster:
-    """Our NameServer and two masters (``twistd rmq-nameserver`` / ``rmq-master``)."""
-
-    def __init__(self, workdir, peers):
-        self.workdir, self.peers = workdir, peers
-        self.namesrv, self.namesrv_addr = start_nameserver(workdir)
-        self.brokers, self.addresses = {}, {}
-        for name in BROKERS:
-            self.start(name)
-
-    def start(self, name):
-        (self.workdir / name).mkdir(exist_ok=True)
-        port = {"listenPort": self.addresses[name].rsplit(":", 1)[1]} if name in self.addresses else {}
-        self.brokers[name], self.addresses[name] = start_broker(
-            self.workdir / name, self.namesrv_addr, brokerName=name, **port)
-
-    def kill(self, name):
-        self.brokers[name].kill()
-
-    def stop(self):
-        for broker in self.brokers.values():
-            broker.stop()
-        self.namesrv.stop()
-
-
-class JavaCluster:
-    """The Java 4.9.7 NameServer and two masters."""
-
-    def __init__(self, workdir, peers):
-        self.peers = peers
-        port = free_port()
-        peers.namesrv(port)
-        self.namesrv_addr = "127.0.0.1:%d" % port
-        self.brokers, self.addresses = {}, {}
-        for name in BROKERS:
-            self.addresses[name] = "127.0.0.1:%d" % broker_port()
-            self.start(name)
-
-    def start(self, name):
-        self.brokers[name] = self.peers.broker(
-            name, brokerName=name, namesrvAddr=self.namesrv_addr,
-            listenPort=self.addresses[name].rsplit(":", 1)[1])
-
-    def kill(self, name):
-        self.brokers[name].kill()
-
-    def stop(self):
-        pass  # the peers stop every Java process
-
-
-def route_brokers(cluster, topic):
-    from rmqproto.codec.bodies.route import TopicRouteData
-    answer = call(cluster.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-    if answer.code != ResponseCode.SUCCESS:
-        return set()
-    return {q.broker_name for q in TopicRouteData.from_json(answer.body).queue_datas}
 
 
 @pytest.fixture(scope="module", params=["ours", "java"])
 def cluster(request, tmp_path_factory):
-    if not java_available():
-        pytest.skip("Java 17 and Maven are not installed")
-    workdir = tmp_path_factory.mktemp("client-" + request.param)
-    peers = JavaPeers(workdir)
-    cluster = None
-    try:
-        cluster = (OurCluster if request.param == "ours" else JavaCluster)(workdir, peers)
-        for topic in (TOPIC, FAILOVER_TOPIC):
-            for address in cluster.addresses.values():
-                create_topic(address, topic, queues=4)
-            wait_until(lambda: route_brokers(cluster, topic) == set(BROKERS))
-        wait_until(lambda: route_brokers(cluster, "TBW102") == set(BROKERS))
+    with cluster_for(request.param, tmp_path_factory, (TOPIC, FAILOVER_TOPIC)) as cluster:
         cluster.sent = {}  # body -> (message, SendResult or None)
         yield cluster
-    finally:
-        if cluster is not None:
-            cluster.stop()
-        peers.stop_all()
 
 
 def messages(prefix, count, topic=TOPIC, **kw):

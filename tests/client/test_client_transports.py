@@ -3,13 +3,14 @@ what a silent, closing, refusing or chatty server does to a call."""
 
 import socket
 import threading
+import time
 
 import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
 from clientkit import NOW, World, route_data
-from rmqproto.client import ClientError, Message
+from rmqproto.client import ClientError, Message, MessageQueue
 from rmqproto.client import blocking, deferred
 from rmqproto.codec.codes import RequestCode
 from rmqproto.codec.frame import FLAG_RESPONSE, FrameDecoder, RemotingCommand, decode_frame, encode_frame
@@ -176,3 +177,23 @@ def test_the_twisted_producer_refreshes_its_routes_every_poll_interval():
     producer.close()
     clock.advance(60)
     assert lookups() == 3
+
+
+def test_pull_consumers_wait_out_their_poll_timeout_while_no_nameserver_answers(refused):
+    queue = MessageQueue("T", "broker-a", 0)
+    with blocking.LitePullConsumer(namesrvAddr=refused) as consumer:
+        consumer.assign([queue])
+        started = time.monotonic()
+        assert consumer.poll(0.3) == []
+        assert 0.3 <= time.monotonic() - started < 5
+        consumer.commit_sync()  # no position moved: nothing to send
+        with pytest.raises(ClientError, match="no NameServer answered"):
+            consumer.seek(queue, 0)
+
+    async def scenario(reactor):
+        consumer = deferred.LitePullConsumer(reactor, namesrvAddr=refused)
+        consumer.subscribe("T")
+        assert await consumer.poll(0.3) == []
+        await consumer.close()
+
+    run_reactor(lambda reactor: defer.Deferred.fromCoroutine(scenario(reactor)), timeout=20)
