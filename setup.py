@@ -27,6 +27,7 @@ setup(
         "pyyaml>=5.4",
         "pyOpenSSL>=24.3",  # TLS on the remoting ports (docs/security.md)
         "cryptography>=42",
+        "prometheus_client>=0.17",  # /metrics (docs/observability.md)
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4"],

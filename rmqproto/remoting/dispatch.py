@@ -25,6 +25,7 @@ No sockets and no reactor here: the protocol feeds requests in and writes out th
 frames that come back.
 """
 
+import collections
 import traceback
 
 from twisted.internet.defer import Deferred
@@ -114,6 +115,8 @@ class RequestDispatcher:
         self.version = version
         self._processors = {}  # code -> _entry(processor)
         self._default = _NO_ENTRY
+        #: response code -> error answers made here (not by processors): for the metrics
+        self.error_counts = collections.Counter()
 
     def register(self, code, processor):
         """Route requests with ``code`` to ``processor`` (replacing any earlier one)."""
@@ -229,6 +232,7 @@ class RequestDispatcher:
         return self._answer(request, ResponseCode.SYSTEM_ERROR, exception_remark(failure.value))
 
     def _answer(self, request, code, remark):
+        self.error_counts[int(code)] += 1
         if request.flag & FLAG_ONEWAY:
             return None
         return encode_frame(request.response(int(code), remark=remark, version=self.version))

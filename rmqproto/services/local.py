@@ -16,6 +16,7 @@ from twisted.logger import Logger
 from rmqproto import eventloop
 from rmqproto.broker.config import SETTINGS as BROKER_SETTINGS, apply_startup_rules
 from rmqproto.config import ConfigError, Setting, Settings, in_range, load_properties
+from rmqproto.metrics.endpoint import METRICS_PORT, MetricsEndpoint, metrics_setting
 from rmqproto.services import namesrv
 from rmqproto.services.broker import BrokerService
 
@@ -42,6 +43,7 @@ SETTINGS = Settings(
             choices=("ASYNC_FLUSH", "SYNC_FLUSH")),
     Setting("slaveReadEnable", False, "let consumers read from the slave"),
     Setting("brokerConfig", "", "a Java broker.conf applied to both brokers first (optional)"),
+    metrics_setting(METRICS_PORT),  # all three services' figures (docs/observability.md)
 )
 
 
@@ -61,7 +63,7 @@ def broker_configs(local):
         values, unknown = BROKER_SETTINGS.resolve(shared_file)
         for name in unknown:
             log.warn("ignoring unknown broker setting {name}", name=name)
-        values.update(common, brokerRole=role, brokerId=broker_id, listenPort=port,
+        values.update(common, brokerRole=role, brokerId=broker_id, listenPort=port, metricsPort=0,
                       storePathRootDir=os.path.join(local["dataDir"], directory))
         # one broker.conf serves both: each broker keeps its own commit log
         values["storePathCommitLog"] = os.path.join(values["storePathRootDir"], "commitlog")
@@ -91,11 +93,19 @@ class LocalCluster(service.MultiService):
         self.slave = BrokerService(slave_config, reactor)
         for child in (self.namesrv, self.master, self.slave):
             child.setServiceParent(self)
+        self.metrics = MetricsEndpoint(
+            local["metricsPort"], [collector for child in (self.namesrv, self.master, self.slave)
+                                   for collector in child.metric_collectors()],
+            local["bindAddress"], reactor)
+        self.metrics.attach(self)
 
     @defer.inlineCallbacks
     def stopService(self):
-        """Stop the slave, then the master (each unregisters), then the NameServer."""
+        """Stop the metrics, the slave, then the master (each unregisters), then the
+        NameServer."""
         service.Service.stopService(self)
+        if self.metrics.service is not None:
+            yield self.metrics.service.stopService()
         for child in (self.slave, self.master, self.namesrv):
             yield child.stopService()
 
