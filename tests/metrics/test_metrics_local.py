@@ -59,7 +59,8 @@ def test_metrics_equal_mqadmin_broker_status_and_the_ha_state(local, tmp_path):
     before = scrape(ports["metricsPort"])
     out = peers.mqadmin("brokerStatus", "-b", master, "-n", namesrv)
     after = scrape(ports["metricsPort"])
-    status = dict(re.findall(r"^(\w+)\s*:\s*(.*?)\s*$", out, re.M))
+    # "key<padding>: value"; a slave's keys hold its "host:port"
+    status = dict(re.findall(r"^(\S+?)\s*:\s(.*?)\s*$", out, re.M))
     assert int(status["msgPutTotalTodayNow"]) >= 100, out
     for samples in (before, after):
         master_only = dict(brokerId="0")
