@@ -13,11 +13,11 @@
 
 from prometheus_client.core import GaugeMetricFamily
 
-from rmqproto.metrics.families import counter, gauge
 from rmqproto.broker.stats import (
     BROKER_GET_NUMS, BROKER_PUT_NUMS, GROUP_GET_NUMS, GROUP_GET_SIZE, MINUTE, SNDBCK_PUT_NUMS,
     TOPIC_PUT_NUMS, TOPIC_PUT_SIZE,
 )
+from rmqproto.metrics.families import counter, gauge
 
 __all__ = ["BrokerCollector", "RUNTIME_METRICS", "broker_labels"]
 

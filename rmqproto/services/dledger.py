@@ -41,8 +41,8 @@ class Options(usage.Options):
                 "peers n0-localhost:20911, store under /tmp/dledgerstore.")
     optParameters = [["config-file", "c", None,
                       "properties file with DLedgerConfig property names, read first"],
-                     ["metricsPort", None, 0, "port serving Prometheus metrics at /metrics "
-                                              "(0: off)", int]]
+                     ["metricsPort", None, 0,
+                      "port serving Prometheus metrics at /metrics (0: off)", int]]
     optParameters += [[name, short, None, "%s [default: %s]" % (doc, getattr(DLedgerConfig, prop))]
                       for name, short, prop, doc in _OPTIONS]
     optFlags = [["enable-batch-push", None, "push entries to followers in batches "

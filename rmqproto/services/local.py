@@ -115,11 +115,15 @@ class LocalCluster(service.MultiService):
                  "data under {data}", ip=self.local["brokerIP1"], ns=self.namesrv.port,
                  role=self.local["brokerRole"], master=self.master.port, slave=self.slave.port,
                  data=self.local["dataDir"])
+        if self.local["metricsPort"]:
+            log.info("metrics at http://{ip}:{port}/metrics", ip=self.local["bindAddress"],
+                     port=self.local["metricsPort"])
 
 
 Options = SETTINGS.options(
     "[options]", "Run a local RocketMQ compatible cluster in one process: a NameServer on 9876, "
-    "a SYNC_MASTER on 10911 and its slave on 10921, data under ~/rmqproto-local.")
+    "a SYNC_MASTER on 10911 and its slave on 10921, data under ~/rmqproto-local, metrics "
+    "at :5557/metrics.")
 
 
 def makeService(options):

@@ -41,7 +41,7 @@ class FakeHA:
         self.clock = now
         self.store = SimpleNamespace(
             get_max_phy_offset=lambda: max_offset,
-            look_message_by_offset=lambda offset: SimpleNamespace(store_timestamp=stored_at[offset]))
+            look_message_by_offset=lambda at: SimpleNamespace(store_timestamp=stored_at[at]))
 
     def now(self):
         return self.clock

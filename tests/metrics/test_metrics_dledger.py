@@ -1,7 +1,7 @@
 """A group of three ``twistd -n rmq-dledger --metricsPort …``: every member's ``/metrics``
-parses with prometheus_client's parser and agrees with the group's METADATA answers (leader)
-and with itself (one term), the leader's water marks reach every peer's ledger end, and killing the leader shows a
-new leader with a higher term and a counted election."""
+parses with prometheus_client's parser; the leader there is the one the group's METADATA
+answers name, all members show one term, the leader's water marks reach every member's
+ledger end; killing the leader shows a new leader with a higher term and a counted election."""
 
 import pytest
 
@@ -31,8 +31,9 @@ def test_metrics_follow_the_group_and_its_elections(group):
 
     def replicated():
         samples = view(group, group.ids)
-        return all(value(s, "rmqproto_dledger_committed_index") == last and
-                   value(s, "rmqproto_dledger_ledger_end_index") == last for s in samples.values())
+        return all(value(s, "rmqproto_dledger_committed_index") == last
+                   and value(s, "rmqproto_dledger_ledger_end_index") == last
+                   for s in samples.values())
 
     wait_until(replicated, timeout=20)
     samples = view(group, group.ids)

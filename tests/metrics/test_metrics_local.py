@@ -22,7 +22,8 @@ TOPIC, GROUP = "MetricsTopic", "MetricsGroup"
 
 @pytest.fixture
 def local(tmp_path):
-    base = free_port(14)  # master (VIP base, base + 2, HA + 3), NameServer + 6, metrics + 8, slave + 10..13
+    # master: VIP base, base + 2, HA + 3; NameServer + 6; metrics + 8; slave: + 10 to + 13
+    base = free_port(14)
     ports = dict(listenPort=base + 2, namesrvPort=base + 6, metricsPort=base + 8)
     conf = tmp_path / "broker.conf"
     conf.write_text("mappedFileSizeCommitLog=%d\nmappedFileSizeConsumeQueue=6000\n" % (4 << 20))
@@ -71,7 +72,8 @@ def test_metrics_equal_mqadmin_broker_status_and_the_ha_state(local, tmp_path):
                           ("masterCommitLogMaxOffset", "rmqproto_ha_master_max_offset"),
                           ("push2SlaveMaxOffset", "rmqproto_ha_push2slave_max_offset")):
             assert value(samples, name, **master_only) == int(status[key]), (key, out)
-        (slave_addr,) = [k[len("slaveAckOffset_"):] for k in status if k.startswith("slaveAckOffset_")]
+        (slave_addr,) = [key[len("slaveAckOffset_"):] for key in status
+                         if key.startswith("slaveAckOffset_")]
         assert value(samples, "rmqproto_ha_slave_ack_offset", slave=slave_addr) == int(
             status["slaveAckOffset_" + slave_addr])
         assert value(samples, "rmqproto_ha_slave_lag_bytes", slave=slave_addr) == 0

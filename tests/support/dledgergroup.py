@@ -44,7 +44,8 @@ class Group:
         self.ports = dict(zip(self.ids, ports or [free_port() for _ in self.ids]))
         self.peers = peers_string(self.ids, [self.ports[m] for m in self.ids])
         self.settings = settings
-        self.metrics_ports = {m: free_port() for m in self.ids if m not in self.java} if metrics else {}
+        self.metrics_ports = ({m: free_port() for m in self.ids if m not in self.java}
+                              if metrics else {})
         self.daemons = {}
 
     def addr(self, member):
