@@ -1,15 +1,17 @@
-"""Remoting connections and the answers the dispatcher makes itself, and the NameServer.
+"""Remoting connections, requests and the answers the dispatcher makes itself; the NameServer.
 
 ``rmqproto_remoting_connections`` counts the live connections of each listener (label
-``listener``); ``rmqproto_remoting_errors_total`` the error answers the
+``listener``); ``rmqproto_remoting_requests_total`` the requests dispatched, by request
+code (one dict update a request: docs/observability.md has its cost);
+``rmqproto_remoting_errors_total`` the error answers the
 :class:`~rmqproto.remoting.dispatch.RequestDispatcher` gives by itself, by response code
-(REQUEST_CODE_NOT_SUPPORTED, SYSTEM_BUSY, SYSTEM_ERROR): a processor's own refusals are
-not counted (that would cost on every request).
+(REQUEST_CODE_NOT_SUPPORTED, SYSTEM_BUSY, SYSTEM_ERROR, ACL refusals): a processor's own
+error answers are not counted (their codes are inside the encoded frames).
 """
 
 from prometheus_client.core import CounterMetricFamily
 
-from rmqproto.codec.codes import ResponseCode
+from rmqproto.codec.codes import RequestCode, ResponseCode
 from rmqproto.metrics.families import gauge, gauges
 
 __all__ = ["RemotingCollector", "NameServerCollector"]
@@ -30,17 +32,23 @@ class RemotingCollector:
                      self.names + ["listener"],
                      [(self.values + [name], len(factory.connections))
                       for name, factory in self.listeners])
+        requests = CounterMetricFamily("rmqproto_remoting_requests", "requests dispatched, by "
+                                       "request code", labels=self.names + ["code"])
+        for code, count in sorted(self.dispatcher.request_counts.items()):
+            requests.add_metric(self.values + [_name(RequestCode, code)], count)
+        yield requests
         errors = CounterMetricFamily("rmqproto_remoting_errors", "error answers the dispatcher "
                                      "made itself, by response code",
                                      labels=self.names + ["code"])
         for code, count in sorted(self.dispatcher.error_counts.items()):
-            errors.add_metric(self.values + [_code_name(code)], count)
+            errors.add_metric(self.values + [_name(ResponseCode, code)], count)
         yield errors
 
 
-def _code_name(code):
+def _name(codes, code):
+    """The name of ``code`` in the enum ``codes``, else its number."""
     try:
-        return ResponseCode(code).name
+        return codes(code).name
     except ValueError:
         return str(code)
 

@@ -115,7 +115,9 @@ class RequestDispatcher:
         self.version = version
         self._processors = {}  # code -> _entry(processor)
         self._default = _NO_ENTRY
-        #: response code -> error answers made here (not by processors): for the metrics
+        #: request code -> requests dispatched, response code -> error answers made here
+        #: (not by processors): for the metrics
+        self.request_counts = {}
         self.error_counts = collections.Counter()
 
     def register(self, code, processor):
@@ -149,7 +151,10 @@ class RequestDispatcher:
         With ``write`` (a callable taking a frame), a response that comes later is handed to
         it and None is returned instead of the Deferred: one callback less on every
         Deferred answer (a SYNC_MASTER's or a SYNC_FLUSH's send, a long poll)."""
-        processor, reject = self._processors.get(request.code, self._default)  # _entry_for's
+        code = request.code
+        counts = self.request_counts
+        counts[code] = counts.get(code, 0) + 1
+        processor, reject = self._processors.get(code, self._default)  # _entry_for's
         if processor is None:
             return self._not_supported(request, context)
         if reject is not None and reject():

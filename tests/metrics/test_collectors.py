@@ -80,7 +80,7 @@ def test_role_history_counts_candidacies_and_leaderships():
     assert (history.candidacies, history.leaderships, history.since) == (2, 1, 5.0)
 
 
-def test_the_dispatchers_own_error_answers_are_counted_by_code():
+def test_requests_and_the_dispatchers_own_error_answers_are_counted_by_code():
     dispatcher = RequestDispatcher()
     dispatcher.register(105, lambda req, context: 1 / 0)
     context = RequestContext(None, "10.0.0.1:1234")
@@ -89,6 +89,8 @@ def test_the_dispatchers_own_error_answers_are_counted_by_code():
     factory = SimpleNamespace(connections={object(), object()})
     found = samples_of(RemotingCollector([("remoting", factory)], dispatcher, (["svc"], ["x"])))
     assert found["rmqproto_remoting_connections"] == [({"svc": "x", "listener": "remoting"}, 2)]
+    assert found["rmqproto_remoting_requests_total"] == [
+        ({"svc": "x", "code": "GET_ROUTEINFO_BY_TOPIC"}, 1), ({"svc": "x", "code": "999"}, 2)]
     assert sorted(found["rmqproto_remoting_errors_total"], key=lambda s: s[1]) == [
         ({"svc": "x", "code": R.SYSTEM_ERROR.name}, 1),
         ({"svc": "x", "code": R.REQUEST_CODE_NOT_SUPPORTED.name}, 2)]
