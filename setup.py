@@ -30,6 +30,7 @@ setup(
         "pyyaml>=5.4",
         "pyOpenSSL>=24.3",  # TLS on the remoting ports (docs/security.md)
         "cryptography>=42",
+        "prometheus_client>=0.17",  # /metrics (docs/observability.md)
     ],
     extras_require={
         # setuptools: tests build the speedups with setup.py (venvs of 3.12+ come without it)

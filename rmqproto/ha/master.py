@@ -271,6 +271,8 @@ class HAMasterService(service.Service):
         self.slave_timeout = self.config["slaveTimeout"]
         self.table = ReplicaTable(self.config, self.now())
         self.waits = GroupTransferWaits()
+        #: sends answered FLUSH_SLAVE_TIMEOUT since start (for the metrics)
+        self.transfer_timeouts = 0
         self.factory = HAMasterFactory(self)
         self.listening_port = None
         self._deadline_timer = None
@@ -472,6 +474,7 @@ class HAMasterService(service.Service):
         self._deadline_timer = self._deadline_at = None
         expired = self.waits.expired(self.now())
         if expired:
+            self.transfer_timeouts += len(expired)
             log.warn("{count} sends waited {ms} ms for a slave ack: FLUSH_SLAVE_TIMEOUT",
                      count=len(expired), ms=self.slave_timeout)
         _answer(expired, PutMessageStatus.FLUSH_SLAVE_TIMEOUT)

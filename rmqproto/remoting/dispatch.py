@@ -25,6 +25,7 @@ No sockets and no reactor here: the protocol feeds requests in and writes out th
 frames that come back.
 """
 
+import collections
 import traceback
 
 from twisted.internet.defer import Deferred
@@ -114,6 +115,10 @@ class RequestDispatcher:
         self.version = version
         self._processors = {}  # code -> _entry(processor)
         self._default = _NO_ENTRY
+        #: request code -> requests dispatched, response code -> error answers made here
+        #: (not by processors): for the metrics
+        self.request_counts = {}
+        self.error_counts = collections.Counter()
 
     def register(self, code, processor):
         """Route requests with ``code`` to ``processor`` (replacing any earlier one)."""
@@ -150,7 +155,10 @@ class RequestDispatcher:
         With ``write`` (a callable taking a frame), a response that comes later is handed to
         it and None is returned instead of the Deferred: one callback less on every
         Deferred answer (a SYNC_MASTER's or a SYNC_FLUSH's send, a long poll)."""
-        processor, reject = self._processors.get(request.code, self._default)  # _entry_for's
+        code = request.code
+        counts = self.request_counts
+        counts[code] = counts.get(code, 0) + 1
+        processor, reject = self._processors.get(code, self._default)  # _entry_for's
         if processor is None:
             return self._not_supported(request, context)
         if reject is not None and reject():
@@ -233,6 +241,7 @@ class RequestDispatcher:
         return self._answer(request, ResponseCode.SYSTEM_ERROR, exception_remark(failure.value))
 
     def _answer(self, request, code, remark):
+        self.error_counts[int(code)] += 1
         if request.flag & FLAG_ONEWAY:
             return None
         return encode_frame(request.response(int(code), remark=remark, version=self.version))

@@ -18,6 +18,11 @@ from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
 from rmqproto.ha.tls import tls_options
+from rmqproto.ha.master import HAMasterService
+from rmqproto.metrics.broker import BrokerCollector, broker_labels
+from rmqproto.metrics.endpoint import MetricsEndpoint
+from rmqproto.metrics.ha import HAMasterCollector
+from rmqproto.metrics.remoting import RemotingCollector
 from rmqproto.pluggable import PluginNotFoundError
 from rmqproto.remoting import RemotingFactory
 from rmqproto.remoting.factory import write_budget
@@ -59,6 +64,10 @@ class BrokerService(StartsCleanly, service.MultiService):
         self.vip_listener.setServiceParent(self)
         #: Replication: the master's HA listener or the slave's HA client (``docs/ha.md``).
         self.ha = ha_service(self.controller)
+        #: ``/metrics`` on ``metricsPort`` (docs/observability.md)
+        self.metrics = MetricsEndpoint(config["metricsPort"], self.metric_collectors(),
+                                       config["bindAddress"], reactor)
+        self.metrics.attach(self)
         self.idle = task.LoopingCall(self.close_idle_connections)
         self.idle.clock = reactor
         self.started = None
@@ -101,6 +110,16 @@ class BrokerService(StartsCleanly, service.MultiService):
 
     def _connections(self):
         return list(self.factory.connections) + list(self.vip_factory.connections)
+
+    def metric_collectors(self):
+        """The collectors of this broker's figures (docs/observability.md)."""
+        labels = (["cluster", "broker", "brokerId"], broker_labels(self.config))
+        collectors = [BrokerCollector(self.controller),
+                      RemotingCollector([("remoting", self.factory), ("vip", self.vip_factory)],
+                                        self.controller.dispatcher, labels)]
+        if isinstance(self.ha, HAMasterService):
+            collectors.append(HAMasterCollector(self.ha))
+        return collectors
 
     @property
     def port(self):

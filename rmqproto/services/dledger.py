@@ -4,7 +4,8 @@ The options are those of DLedger's ``ServerCommand`` (``--group``, ``--id``, ``-
 ``--store-base-dir``, ``--peer-push-throttle-point``, ``--peer-push-quotas``,
 ``--preferred-leader-id``), plus ``--enable-batch-push``; ``-c`` reads a properties file
 with ``DLedgerConfig``'s property names (``heartBeatTimeIntervalMs=…``), which the options
-override. The member listens on its own address in ``--peers``.
+override. The member listens on its own address in ``--peers``; ``--metricsPort`` (0: off)
+serves its Prometheus metrics (docs/observability.md).
 """
 
 from twisted.application import internet, service
@@ -14,6 +15,9 @@ from rmqproto import eventloop
 from rmqproto.config.javaprops import load_properties
 from rmqproto.dledger.config import DLedgerConfig, DLedgerConfigError
 from rmqproto.dledger.server import DLedgerServer
+from rmqproto.metrics.dledger import DLedgerCollector
+from rmqproto.metrics.endpoint import MetricsEndpoint
+from rmqproto.metrics.remoting import RemotingCollector
 from rmqproto.remoting import RemotingFactory
 from rmqproto.remoting.address import parse_address
 from rmqproto.services.startup import StartsCleanly
@@ -37,7 +41,9 @@ class Options(usage.Options):
                 "DLedger 0.3.1.2. Defaults are DLedgerConfig's: group 'default', id n0, "
                 "peers n0-localhost:20911, store under /tmp/dledgerstore.")
     optParameters = [["config-file", "c", None,
-                      "properties file with DLedgerConfig property names, read first"]]
+                      "properties file with DLedgerConfig property names, read first"],
+                     ["metricsPort", None, 0,
+                      "port serving Prometheus metrics at /metrics (0: off)", int]]
     optParameters += [[name, short, None, "%s [default: %s]" % (doc, getattr(DLedgerConfig, prop))]
                       for name, short, prop, doc in _OPTIONS]
     optFlags = [["enable-batch-push", None, "push entries to followers in batches "
@@ -83,7 +89,7 @@ def _typed(values):
 class DLedgerService(StartsCleanly, service.MultiService):
     """A :class:`DLedgerServer` served on its own address of ``peers``."""
 
-    def __init__(self, config, reactor=None):
+    def __init__(self, config, reactor=None, metrics_port=0):
         super().__init__()
         if reactor is None:
             from twisted.internet import reactor
@@ -93,6 +99,13 @@ class DLedgerService(StartsCleanly, service.MultiService):
         self.listener = internet.TCPServer(port, self.factory, interface=_interface(host),
                                            reactor=reactor)
         self.listener.setServiceParent(self)
+        member = (["group", "id"], [config.group, config.selfId])
+        self.metrics = MetricsEndpoint(
+            metrics_port, [DLedgerCollector(self.server),
+                           RemotingCollector([("remoting", self.factory)], self.server.dispatcher,
+                                             member)],
+            _interface(host), reactor)
+        self.metrics.attach(self)
 
     def advice(self, error):
         return ("give this member its own address in --peers (its entry %s=%s)"
@@ -119,4 +132,4 @@ def _interface(host):
 
 def makeService(options):
     eventloop.install_default()
-    return DLedgerService(options.config)
+    return DLedgerService(options.config, metrics_port=options["metricsPort"])

@@ -22,6 +22,7 @@ from twisted.logger import Logger
 from rmqproto import eventloop
 from rmqproto.broker.config import SETTINGS as BROKER_SETTINGS, apply_startup_rules
 from rmqproto.config import ConfigError, Setting, Settings, in_range
+from rmqproto.metrics.endpoint import METRICS_PORT, MetricsEndpoint, metrics_setting
 from rmqproto.services import namesrv
 from rmqproto.services.broker import BrokerService
 from rmqproto.services.named import NamedReactor, name_log_lines
@@ -50,6 +51,7 @@ SETTINGS = Settings(
     Setting("flushDiskType", "ASYNC_FLUSH", "ASYNC_FLUSH or SYNC_FLUSH, for both brokers",
             choices=("ASYNC_FLUSH", "SYNC_FLUSH")),
     Setting("slaveReadEnable", False, "let consumers read from the slave"),
+    metrics_setting(METRICS_PORT),  # all three services' figures (docs/observability.md)
 )
 
 #: Broker settings the cluster sets for each broker itself, and how.
@@ -61,6 +63,7 @@ PER_BROKER = {
     "brokerIP2": "brokerIP1",
     "storePathRootDir": "dataDir/master and dataDir/slave",
     "storePathCommitLog": "the commitlog folder of each broker's store",
+    "metricsPort": "one endpoint serves the three services, on rmq-local's own metricsPort",
 }
 
 
@@ -87,7 +90,8 @@ def broker_configs(local, shared=None):
     for directory, role, broker_id, port in roles:
         root = os.path.join(local["dataDir"], directory)
         configs.append(apply_startup_rules(dict(
-            values, brokerRole=role, brokerId=broker_id, listenPort=port, storePathRootDir=root,
+            values, brokerRole=role, brokerId=broker_id, listenPort=port, metricsPort=0,
+            storePathRootDir=root,
             storePathCommitLog=os.path.join(root, "commitlog"))))
     return configs
 
@@ -119,11 +123,19 @@ class LocalCluster(StartsCleanly, service.MultiService):
         self.slave = BrokerService(slave_config, NamedReactor(reactor, "slave"))
         for child in (self.namesrv, self.master, self.slave):
             child.setServiceParent(self)
+        self.metrics = MetricsEndpoint(
+            local["metricsPort"], [collector for child in (self.namesrv, self.master, self.slave)
+                                   for collector in child.metric_collectors()],
+            local["bindAddress"], reactor)
+        self.metrics.attach(self)
 
     @defer.inlineCallbacks
     def stopService(self):
-        """Stop the slave, then the master (each unregisters), then the NameServer."""
+        """Stop the metrics, the slave, then the master (each unregisters), then the
+        NameServer."""
         service.Service.stopService(self)
+        if self.metrics.service is not None:
+            yield self.metrics.service.stopService()
         for child in (self.slave, self.master, self.namesrv):
             yield child.reactor.call(child.stopService)
 
@@ -143,6 +155,9 @@ class LocalCluster(StartsCleanly, service.MultiService):
                  "data under {data}", ip=self.local["brokerIP1"], ns=self.namesrv.port,
                  role=self.local["brokerRole"], master=self.master.port, slave=self.slave.port,
                  data=self.local["dataDir"])
+        if self.local["metricsPort"]:
+            log.info("metrics at http://{ip}:{port}/metrics", ip=self.local["bindAddress"],
+                     port=self.local["metricsPort"])
 
 
 Options = SETTINGS.options(
@@ -150,7 +165,7 @@ Options = SETTINGS.options(
     "a SYNC_MASTER on 10911 and its slave on 10921, data under ~/rmqproto-local. -c also takes "
     "any broker setting (an existing broker.conf), for both brokers; the settings rmq-local "
     "sets for each broker itself (brokerId, storePathRootDir, namesrvAddr, ...) are not used, "
-    "with a warning for each.")
+    "with a warning for each. Metrics at :5557/metrics.")
 
 
 def makeService(options):

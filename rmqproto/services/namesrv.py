@@ -14,6 +14,8 @@ from twisted.logger import Logger
 
 from rmqproto import eventloop
 from rmqproto.config import Setting, Settings, at_least, dump_properties, in_range
+from rmqproto.metrics.endpoint import MetricsEndpoint, metrics_setting
+from rmqproto.metrics.remoting import NameServerCollector, RemotingCollector
 from rmqproto.namesrv.kvconfig import KVConfig
 from rmqproto.namesrv.processor import NameServerProcessor
 from rmqproto.namesrv.routeinfo import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
@@ -45,6 +47,7 @@ SETTINGS = Settings(
             "seconds after which an idle connection is closed"),
     *SERVER_SETTINGS.by_name.values(),
     *TLS_SERVER_SETTINGS.by_name.values(),
+    metrics_setting(),  # docs/observability.md
 )
 
 
@@ -72,6 +75,10 @@ class NameServerService(StartsCleanly, service.MultiService):
             config["listenPort"], self.factory, interface=config["bindAddress"],
             backlog=server_setting(config, "serverSocketBacklog"), reactor=reactor)
         self.listener.setServiceParent(self)
+        #: ``/metrics`` on ``metricsPort`` (docs/observability.md)
+        self.metrics = MetricsEndpoint(config["metricsPort"], self.metric_collectors(),
+                                       config["bindAddress"], reactor)
+        self.metrics.attach(self)
         self.scan = task.LoopingCall(self.scan_not_active_brokers)
         self.scan.clock = reactor
         self.idle = task.LoopingCall(self.close_idle_connections)
@@ -95,6 +102,13 @@ class NameServerService(StartsCleanly, service.MultiService):
 
     def advice(self, error):
         return "give this NameServer a free listenPort (-c namesrv.properties or --listenPort)"
+
+    def metric_collectors(self):
+        """The collectors of this NameServer's figures (docs/observability.md)."""
+        port = str(self.config["listenPort"])
+        return [NameServerCollector(self.route_info, port),
+                RemotingCollector([("remoting", self.factory)], self.dispatcher,
+                                  (["namesrv"], [port]))]
 
     @property
     def port(self):

@@ -100,6 +100,9 @@ class CommitLogFlusher:
         #: whether a put that does not wait for its flush should still wake the flusher
         self.woken_by_puts = self.sync or not config["flushCommitLogTimed"]
         self.requests = GroupCommitRequests()
+        #: flushes done, and how long the last one took (seconds; for the metrics)
+        self.flushes = 0
+        self.last_flush_seconds = 0.0
         self._last_thorough = 0
         self._in_flight = None
         self._loop = None
@@ -163,9 +166,12 @@ class CommitLogFlusher:
             self._answer()
             return None
         stamp = max((m.store_timestamp for m, _ in plan if hasattr(m, "store_timestamp")), default=0)
+        started = self.reactor.seconds()
         d = self._in_flight = self.run_blocking(run_flush_plan, plan)
 
         def done(_):
+            self.flushes += 1
+            self.last_flush_seconds = self.reactor.seconds() - started
             self.queue.apply_flush(plan)
             if stamp:
                 self.on_flushed(stamp)

@@ -32,10 +32,11 @@ def rpc(addr, code, request, response_class, timeout=5.0):
 
 class Group:
     """Members ``ids`` as separate processes under ``workdir`` (ports picked free): ours
-    (``twistd -n rmq-dledger``), and the real DLedger 0.3.1.2 for the ids in ``java``."""
+    (``twistd -n rmq-dledger``), and the real DLedger 0.3.1.2 for the ids in ``java``.
+    With ``metrics``, ours serve ``/metrics`` on the ports of :attr:`metrics_ports`."""
 
     def __init__(self, workdir, ids=("n0", "n1", "n2"), group="g", ports=None, java=(),
-                 **settings):
+                 metrics=False, **settings):
         self.workdir = Path(workdir)
         self.ids = list(ids)
         self.java = set(java)
@@ -43,6 +44,8 @@ class Group:
         self.ports = dict(zip(self.ids, ports or [free_port() for _ in self.ids]))
         self.peers = peers_string(self.ids, [self.ports[m] for m in self.ids])
         self.settings = settings
+        self.metrics_ports = ({m: free_port() for m in self.ids if m not in self.java}
+                              if metrics else {})
         self.daemons = {}
 
     def addr(self, member):
@@ -59,9 +62,11 @@ class Group:
             return
         conf = base / "dledger.properties"
         conf.write_text("".join("%s=%s\n" % item for item in self.settings.items()))
+        metrics = ("--metricsPort", self.metrics_ports[member]) if self.metrics_ports else ()
         self.daemons[member] = Daemon(
             base, "rmq-dledger", "-c", conf, "--group", self.group, "--id", member,
-            "--peers", self.peers_of(member), "--store-base-dir", base, port=self.ports[member])
+            "--peers", self.peers_of(member), "--store-base-dir", base, *metrics,
+            port=self.ports[member])
 
     def peers_of(self, member):
         """The peer list ``member`` is started with (the same for all here)."""
