@@ -68,8 +68,9 @@ def test_a_store_another_broker_locked_is_one_line(tmp_path):
         fcntl.flock(lock, fcntl.LOCK_EX)
         status, output = twistd(tmp_path, "rmq-slave",
                                 *plugin_args("rmq-slave", tmp_path, free_port(3) + 2))
-    assert_one_line(status, output, "the store in %s is locked by another process; give this "
-                    "broker its own storePathRootDir" % (tmp_path / "store"))
+    assert_one_line(status, output, "the store in %s is locked by another process (is another "
+                    "broker running on it?); give this broker its own storePathRootDir"
+                    % (tmp_path / "store"))
     assert not os.path.exists(tmp_path / "store" / "abort")
 
 

@@ -149,8 +149,10 @@ class LocalCluster(StartsCleanly, service.MultiService):
 
     def startService(self):
         service.Service.startService(self)
-        for child in self:
+        for child in (self.namesrv, self.master, self.slave):
             child.reactor.call(child.startService)
+        if self.metrics.service is not None:
+            self.metrics.service.startService()
         log.info("local cluster up: NameServer {ip}:{ns}, {role} {ip}:{master}, SLAVE {ip}:{slave}, "
                  "data under {data}", ip=self.local["brokerIP1"], ns=self.namesrv.port,
                  role=self.local["brokerRole"], master=self.master.port, slave=self.slave.port,

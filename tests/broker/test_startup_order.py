@@ -26,8 +26,8 @@ def test_a_second_broker_on_a_live_store_exits_before_recovering_it(tmp_path):
         wait_until(lambda: second.poll() is not None, timeout=30)
         output = second.output()
         assert second.returncode != 0
-        assert "the broker cannot start: the store in %s is locked by another process" % (
-            tmp_path / "store") in output
+        assert "the store in %s is locked by another process" % (tmp_path / "store") in output
+        assert "give this broker its own storePathRootDir" in output
         assert "Traceback" not in output
         assert "recovery" not in output and "last shutdown" not in output
         assert first.poll() is None

@@ -63,6 +63,7 @@ def test_a_slave_behind_and_silent_shows_its_lag_and_drops_out_of_sync():
     assert found["rmqproto_ha_group_transfer_waits"][0][1] == 1
     assert found["rmqproto_ha_master_max_offset"][0][1] == 5000
 
+    ha.table.replicas["conn"].transfer_from_where = 5000  # the master sent it all
     ha.table.report("conn", 5000, 12_500, 5000, lambda: 0)  # caught up
     found = samples_of(HAMasterCollector(ha))
     assert found["rmqproto_ha_slave_lag_seconds"][0][1] == 0

@@ -27,7 +27,7 @@ def local(tmp_path):
     ports = dict(listenPort=base + 2, namesrvPort=base + 6, metricsPort=base + 8)
     conf = tmp_path / "broker.conf"
     conf.write_text("mappedFileSizeCommitLog=%d\nmappedFileSizeConsumeQueue=6000\n" % (4 << 20))
-    daemon = Daemon(tmp_path, "rmq-local", "--dataDir", tmp_path / "data", "--brokerConfig", conf,
+    daemon = Daemon(tmp_path, "rmq-local", "--dataDir", tmp_path / "data", "-c", conf,
                     *("--%s=%d" % item for item in ports.items()), port=ports["namesrvPort"])
     for port in (ports["listenPort"], ports["listenPort"] + 10, ports["metricsPort"]):
         wait_for_port(port, 30, daemon)
