@@ -1,0 +1,218 @@
+"""Read the messages of a store directory copied off a broker, a region of a segment at a time.
+
+The pure part of the ``rocketmq-store`` Spark format (no Spark here): find the segment
+files of a store (a classic commit log, ``<root>/commitlog``, or a DLedger data directory,
+``<root>/dledger-<id>/data``, whose entries carry commit-log records as in
+``DLedgerCommitLog``), cut them into regions, and turn the records starting in one region
+into Arrow record batches. Records are decoded by :func:`rmqproto.codec.message.decode_record`;
+a scan walks a segment the way the broker's recovery does and stops where recovery would
+truncate (an end-of-file blank, never-written space, a record that does not parse).
+"""
+
+import mmap
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from rmqproto.codec import dledger
+from rmqproto.codec.javalang import masked_crc32
+from rmqproto.codec.message import (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, PROPERTY_KEYS,
+                                    PROPERTY_TAGS, decode_dispatch_fields, decode_record,
+                                    iter_records)
+from rmqproto.codec.storefile import file_name_to_offset
+from rmqproto.errors import CodecError
+
+__all__ = ["Region", "COLUMNS", "find_segments", "plan_regions", "read_region", "region_batches",
+           "DEFAULT_REGION_BYTES"]
+
+#: Spark's ``spark.sql.files.maxPartitionBytes`` default: the largest region of one partition.
+DEFAULT_REGION_BYTES = 128 * 1024 * 1024
+
+#: The columns of a row, in order, with their Spark SQL types.
+COLUMNS = (("topic", "string"), ("brokerName", "string"), ("queueId", "int"),
+           ("queueOffset", "bigint"), ("commitLogOffset", "bigint"), ("msgId", "string"),
+           ("keys", "string"), ("tags", "string"), ("body", "binary"),
+           ("bornTimestamp", "timestamp"), ("storeTimestamp", "timestamp"),
+           ("bornHost", "string"), ("storeHost", "string"), ("reconsumeTimes", "int"),
+           ("properties", "map<string,string>"), ("storeSize", "int"), ("bodyCrc", "int"),
+           ("crcOk", "boolean"))
+
+
+@dataclass(frozen=True)
+class Region:
+    """Bytes ``[start, end)`` of segment ``path``; its rows are the records starting there."""
+
+    path: str
+    kind: str  #: ``"commitlog"`` or ``"dledger"``
+    start: int
+    end: int
+
+
+def _segments_in(directory):
+    """The segment files of ``directory`` (20-digit offset names), in offset order."""
+    names = []
+    for name in os.listdir(directory):
+        try:
+            names.append((file_name_to_offset(name), name))
+        except CodecError:
+            continue
+    return [os.path.join(directory, name) for _, name in sorted(names)]
+
+
+def _sniff(path):
+    """``"dledger"`` or ``"commitlog"``: what the first entry of the segment at ``path`` is."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    if len(head) == 8 and int.from_bytes(head[:4], "big", signed=True) == dledger.MAGIC_1:
+        return "dledger"
+    return "commitlog"
+
+
+def find_segments(path, layout="auto"):
+    """``[(segment path, kind)]`` of the store at ``path``: a store root (``commitlog/`` or one
+    ``dledger-<id>/data/`` in it), or a directory of segments; ``layout`` forces the kind."""
+    if layout not in ("auto", "commitlog", "dledger"):
+        raise ValueError("layout must be auto, commitlog or dledger, not %r" % (layout,))
+    if not os.path.isdir(path):
+        raise ValueError("no store directory at %s" % path)
+    directory = path
+    if os.path.isdir(os.path.join(path, "commitlog")) and layout != "dledger":
+        directory, layout = os.path.join(path, "commitlog"), "commitlog"
+    else:
+        data = sorted(os.path.join(path, name, "data") for name in os.listdir(path)
+                      if name.startswith("dledger-") and os.path.isdir(os.path.join(path, name)))
+        if len(data) > 1:
+            raise ValueError("%s holds several DLedger stores (%s): name one"
+                             % (path, ", ".join(data)))
+        if data and layout != "commitlog":
+            directory, layout = data[0], "dledger"
+    segments = _segments_in(directory)
+    if not segments:
+        raise ValueError("no commit-log or DLedger segment files in %s" % directory)
+    if layout == "auto":
+        layout = _sniff(segments[0])
+    return [(segment, layout) for segment in segments]
+
+
+def plan_regions(segments, region_bytes=DEFAULT_REGION_BYTES):
+    """Cut each segment into regions of at most ``region_bytes`` (empty segments skipped)."""
+    if region_bytes <= 0:
+        raise ValueError("region size must be positive, not %r" % (region_bytes,))
+    regions = []
+    for path, kind in segments:
+        size = os.path.getsize(path)
+        regions.extend(Region(path, kind, start, min(start + region_bytes, size))
+                       for start in range(0, size, region_bytes))
+    return regions
+
+
+_SKIPPED = object()
+
+
+def _commitlog_records(buffer, start, end):
+    """The records of a commit-log segment starting in ``[start, end)``; those before ``start``
+    are walked with :func:`decode_dispatch_fields` (no body copy) to find the boundaries."""
+    def decode(buf, pos, check_crc):
+        if pos < start:
+            decode_dispatch_fields(buf, pos)
+            return _SKIPPED
+        return decode_record(buf, pos)
+
+    scan = iter_records(buffer)
+    scan.decode = decode
+    for record in scan:
+        if record is not _SKIPPED:
+            yield record
+        if scan.position >= end:
+            return
+
+
+def _is_record(body):
+    return len(body) >= 8 and int.from_bytes(body[4:8], "big", signed=True) in (
+        MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
+
+
+def _dledger_records(buffer, start, end):
+    """The commit-log records in the DLedger entries starting in ``[start, end)`` of a data
+    segment; a walk stops at a blank, never-written space or an entry that does not parse."""
+    position = 0
+    while position < end and len(buffer) - position >= dledger.BODY_OFFSET:
+        if dledger.is_blank(buffer, position) or not any(buffer[position:position + 8]):
+            return
+        try:
+            header = dledger.ENTRY_HEADER.unpack(buffer, position)
+            if header.magic != dledger.MAGIC_1 or header.size < dledger.BODY_OFFSET:
+                return
+            if position >= start:
+                body = dledger.decode_entry(buffer, position).body
+                if _is_record(body):
+                    yield decode_record(body)
+        except CodecError:
+            return
+        position += header.size
+
+
+_READERS = {"commitlog": _commitlog_records, "dledger": _dledger_records}
+
+
+def read_region(region):
+    """The :class:`MessageRecord` objects starting in ``region``, in store order."""
+    with open(region.path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            view = memoryview(mapped)
+            try:
+                yield from _READERS[region.kind](view, region.start, region.end)
+            finally:
+                view.release()
+
+
+def _host(host):
+    return "%s:%d" % host
+
+
+def _millis(value):
+    return datetime.fromtimestamp(value / 1000.0, timezone.utc)
+
+
+def record_row(record, broker_name=None):
+    """One row (a tuple in :data:`COLUMNS` order) of ``record``."""
+    properties = record.properties
+    return (record.topic, broker_name, record.queue_id, record.queue_offset,
+            record.commit_log_offset, record.msg_id,
+            properties.get(PROPERTY_KEYS), properties.get(PROPERTY_TAGS),
+            record.body, _millis(record.born_timestamp), _millis(record.store_timestamp),
+            _host(record.born_host), _host(record.store_host), record.reconsume_times,
+            list(properties.items()), record.store_size, record.body_crc,
+            masked_crc32(record.body) == record.body_crc)
+
+
+def arrow_schema():
+    """The Arrow schema of the rows (timestamps in microseconds, UTC, as Spark sends them)."""
+    import pyarrow as pa
+    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(),
+             "binary": pa.binary(), "timestamp": pa.timestamp("us", tz="UTC"),
+             "map<string,string>": pa.map_(pa.string(), pa.string()), "boolean": pa.bool_()}
+    return pa.schema([(name, types[kind]) for name, kind in COLUMNS])
+
+
+def region_batches(region, broker_name=None, batch_rows=4096):
+    """The rows of ``region`` as ``pyarrow.RecordBatch`` objects of at most ``batch_rows`` rows."""
+    import pyarrow as pa
+    schema = arrow_schema()
+    rows = []
+    for record in read_region(region):
+        rows.append(record_row(record, broker_name))
+        if len(rows) >= batch_rows:
+            yield _batch(pa, schema, rows)
+            rows = []
+    if rows:
+        yield _batch(pa, schema, rows)
+
+
+def _batch(pa, schema, rows):
+    columns = list(zip(*rows))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(column, type=field.type) for column, field in zip(columns, schema)],
+        schema=schema)

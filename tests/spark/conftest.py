@@ -1,0 +1,22 @@
+"""One small local SparkSession per test module, with the rmqproto formats registered."""
+
+import os
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def spark():
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from rmqproto.spark import register
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (SparkSession.builder.master("local[2]").appName("rmqproto-tests")
+               .config("spark.driver.memory", "512m").config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    register(session)
+    yield session
+    session.stop()
