@@ -34,8 +34,8 @@ COLUMNS = (("topic", "string"), ("brokerName", "string"), ("queueId", "int"),
            ("keys", "string"), ("tags", "string"), ("body", "binary"),
            ("bornTimestamp", "timestamp"), ("storeTimestamp", "timestamp"),
            ("bornHost", "string"), ("storeHost", "string"), ("reconsumeTimes", "int"),
-           ("properties", "map<string,string>"), ("storeSize", "int"), ("bodyCrc", "int"),
-           ("crcOk", "boolean"))
+           ("properties", "map<string,string>"), ("sysFlag", "int"), ("storeSize", "int"),
+           ("bodyCrc", "int"), ("crcOk", "boolean"))
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,14 @@ def read_region(region):
                 view.release()
 
 
+def _text(text):
+    """``text`` fit for Arrow: bytes that were not UTF-8 (kept by the decoder as surrogate
+    escapes) become U+FFFD."""
+    if text is None or text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _host(host):
     return "%s:%d" % host
 
@@ -178,13 +186,13 @@ def _millis(value):
 
 def record_row(record, broker_name=None):
     """One row (a tuple in :data:`COLUMNS` order) of ``record``."""
-    properties = record.properties
-    return (record.topic, broker_name, record.queue_id, record.queue_offset,
+    properties = {_text(name): _text(value) for name, value in record.properties.items()}
+    return (_text(record.topic), broker_name, record.queue_id, record.queue_offset,
             record.commit_log_offset, record.msg_id,
             properties.get(PROPERTY_KEYS), properties.get(PROPERTY_TAGS),
             record.body, _millis(record.born_timestamp), _millis(record.store_timestamp),
             _host(record.born_host), _host(record.store_host), record.reconsume_times,
-            list(properties.items()), record.store_size, record.body_crc,
+            list(properties.items()), record.sys_flag, record.store_size, record.body_crc,
             masked_crc32(record.body) == record.body_crc)
 
 

@@ -14,6 +14,7 @@ def spark():
     from rmqproto.spark import register
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (SparkSession.builder.master("local[2]").appName("rmqproto-tests")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "512m").config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC").getOrCreate())

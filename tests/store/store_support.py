@@ -83,3 +83,15 @@ class ManualRunner:
     def run_next(self):
         f, args, d = self.jobs.pop(0)
         d.callback(f(*args))
+
+
+def write_java_files(root, vectors):
+    """The recorded files (stored with trailing zeros trimmed) back on disk; the summary."""
+    for v in vectors[1:]:
+        fields = v["fields"]
+        raw = bytes.fromhex(v["hex"])
+        path = "index/" + fields["file_name"] if fields["path"] == "index" else fields["path"]
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(raw + bytes(fields["file_size"] - len(raw)))
+    return vectors[0]["fields"]

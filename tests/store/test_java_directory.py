@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from rmqproto.codec import message as msg
-from store_support import StoreFactory, put, record
+from store_support import StoreFactory, put, record, write_java_files
 from support.interop import JAVA_FLAGS, load_vectors
 
 
@@ -43,21 +43,9 @@ def _serve_ours(store, topics, keys):
     return dict(queues=queues, keys=found)
 
 
-def _write_java_files(root, vectors):
-    """The recorded files (stored with trailing zeros trimmed) back on disk; the summary."""
-    for v in vectors[1:]:
-        fields = v["fields"]
-        raw = bytes.fromhex(v["hex"])
-        path = "index/" + fields["file_name"] if fields["path"] == "index" else fields["path"]
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(raw + bytes(fields["file_size"] - len(raw)))
-    return vectors[0]["fields"]
-
-
 def test_we_serve_the_files_java_wrote(tmp_path):
     root = tmp_path / "store"
-    s = _write_java_files(root, load_vectors("store_files"))
+    s = write_java_files(root, load_vectors("store_files"))
     factory = StoreFactory(root)
     store = factory.open(mappedFileSizeCommitLog=s["commitlog_file_size"],
                          mappedFileSizeConsumeQueue=s["cq_file_size"],
