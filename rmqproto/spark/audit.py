@@ -7,8 +7,8 @@ brokers, or directories on a shared file system) and matches the replicas' recor
 master's by commit-log offset: HA copies the master's commit log byte for byte
 (``HAService``), so a record that reached a replica sits at the same offset there. It reports
 
-* ``differences``: every master record missing on a replica (``missing``), present with
-  other content (``different``), or present with a body failing its CRC (``badCrc``);
+* ``differences``: every master record missing on a replica (``missing``) or present there
+  with other content (``different``: a field, the body or a property differs);
 * ``counts``: messages and bytes (record sizes) per topic and queue, on the master and on
   each replica, with the number of differences (``queueId`` null: the topic's total;
   ``topic`` null: the store's);
@@ -50,8 +50,7 @@ def read_store(spark, path, layout="auto"):
 def _compared(prefix):
     from pyspark.sql import functions as F
     return [F.col(name).alias(prefix + name) for name in _COMPARED] + [
-        F.array_sort(F.map_entries("properties")).alias(prefix + "properties"),
-        F.col("crcOk").alias(prefix + "crcOk")]
+        F.array_sort(F.map_entries("properties")).alias(prefix + "properties")]
 
 
 def _differences(master, replica, name):
@@ -63,9 +62,7 @@ def _differences(master, replica, name):
     same = F.lit(True)
     for column in _COMPARED + ("properties",):
         same = same & F.col(column).eqNullSafe(F.col("r_" + column))
-    problem = (F.when(F.col("r_topic").isNull(), "missing")
-               .when(~same, "different")
-               .when(~F.col("r_crcOk"), "badCrc"))
+    problem = F.when(F.col("r_topic").isNull(), "missing").when(~same, "different")
     return (joined.withColumn("problem", problem).where(F.col("problem").isNotNull())
             .withColumn("replica", F.lit(name)).select(*_DIFFERENCE_COLUMNS))
 
@@ -131,7 +128,7 @@ def audit(spark, master_path, replica_paths, layout="auto"):
         differences.append(found)
         counts.append(_counts(master_counts, replica, found, path))
         lags.append(_lag(master, replica, found, path))
-    return AuditResult(*(_union(frames) for frames in (differences, counts, lags)))
+    return AuditResult(*(_union(frames).cache() for frames in (differences, counts, lags)))
 
 
 def _union(frames):
@@ -189,8 +186,10 @@ def main(argv=None, out=sys.stdout):
     from pyspark.sql import SparkSession
 
     from rmqproto.spark import register
-    spark = (SparkSession.builder.master(args.master).appName("rocketmq-replication-audit")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    running = SparkSession.getActiveSession()  # a caller's (a test's, a notebook's) is kept
+    spark = running or (SparkSession.builder.master(args.master)
+                        .appName("rocketmq-replication-audit")
+                        .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     try:
         register(spark)
         result = audit(spark, args.master_store, args.replica_stores, args.layout)
@@ -198,7 +197,8 @@ def main(argv=None, out=sys.stdout):
         if args.output:
             write_parquet(result, args.output)
     finally:
-        spark.stop()
+        if running is None:
+            spark.stop()
     return 0 if agree else 1
 
 

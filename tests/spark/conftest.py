@@ -1,4 +1,4 @@
-"""One small local SparkSession per test module, with the rmqproto formats registered."""
+"""One small local SparkSession for the Spark tests (Spark starts once), formats registered."""
 
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 import pytest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
