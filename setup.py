@@ -1,6 +1,9 @@
 """Packaging for rmqproto."""
 from setuptools import Extension, find_packages, setup
 
+# PySpark's Python data source API (pyspark.sql.datasource) with Arrow batches: Spark 4
+SPARK = ["pyspark[sql]>=4.0", "pyarrow>=15"]
+
 setup(
     name="rmqproto",
     version="0.1.0",
@@ -29,7 +32,11 @@ setup(
         "cryptography>=42",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4"],
-        "spark": ["pyspark>=3.4"],
+        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1",
+                 "rocketmq>=0.4.4"] + SPARK,
+        "spark": SPARK,
     },
+    entry_points={"console_scripts": [
+        "rmqproto-spark-audit = rmqproto.spark.audit:main",  # docs/spark.md
+    ]},
 )
