@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from rmqproto.codec import dledger
 from rmqproto.codec.javalang import masked_crc32
 from rmqproto.codec.message import (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, PROPERTY_KEYS,
-                                    PROPERTY_TAGS, decode_dispatch_fields, decode_record,
+                                    PROPERTY_TAGS, decode_record, iter_dispatch_fields,
                                     iter_records)
 from rmqproto.codec.storefile import file_name_to_offset
 from rmqproto.errors import CodecError
@@ -106,23 +106,18 @@ def plan_regions(segments, region_bytes=DEFAULT_REGION_BYTES):
     return regions
 
 
-_SKIPPED = object()
-
-
 def _commitlog_records(buffer, start, end):
-    """The records of a commit-log segment starting in ``[start, end)``; those before ``start``
-    are walked with :func:`decode_dispatch_fields` (no body copy) to find the boundaries."""
-    def decode(buf, pos, check_crc):
-        if pos < start:
-            decode_dispatch_fields(buf, pos)
-            return _SKIPPED
-        return decode_record(buf, pos)
-
-    scan = iter_records(buffer)
-    scan.decode = decode
+    """The records of a commit-log segment starting in ``[start, end)``; the records before
+    ``start`` are walked as the reput walks them (:meth:`DispatchScan.take`, in C with the
+    speedups, no body copied) to find the first boundary at or after it."""
+    walk = iter_dispatch_fields(buffer)
+    while walk.position < start and walk.stop is None:
+        walk.take(65536, limit=start)
+    if walk.stop is not None or walk.position >= end:
+        return
+    scan = iter_records(buffer, walk.position)
     for record in scan:
-        if record is not _SKIPPED:
-            yield record
+        yield record
         if scan.position >= end:
             return
 
