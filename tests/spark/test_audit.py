@@ -35,10 +35,13 @@ def audited(spark, tmp_path_factory):
     out = io.StringIO()
     status = main([str(base / name) for name in ("master", "identical", "behind", "changed")]
                   + ["--output", str(base / "out")], out)
+    agreeing = io.StringIO()
+    status_identical = main([str(base / "master"), str(base / "identical")], agreeing)
     tables = {name: [r.asDict() for r in spark.read.parquet(str(base / "out" / name)).collect()]
               for name in ("differences", "counts", "lag")}
     return dict(base=base, records=records, results=results, status=status,
-                printed=out.getvalue(), changed=(changed, corrupt), **tables)
+                printed=out.getvalue(), changed=(changed, corrupt), **tables,
+                identical=(status_identical, agreeing.getvalue()))
 
 
 def _of(rows, replica):
@@ -46,6 +49,8 @@ def _of(rows, replica):
 
 
 def test_identical_stores_report_nothing(audited):
+    status, printed = audited["identical"]
+    assert status == 0 and "Differences (0)" in printed
     assert _of(audited["differences"], "identical") == []
     lag, = _of(audited["lag"], "identical")
     assert (lag["lagMillis"], lag["bytesBehind"], lag["oldestMissingStoreTimestamp"]) == (0, 0, None)
