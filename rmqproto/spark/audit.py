@@ -98,7 +98,8 @@ def _counts(master_counts, replica, differences, name):
 def _ends(frame, prefix):
     from pyspark.sql import functions as F
     return frame.agg(F.max("storeTimestamp").alias(prefix + "LastStoreTimestamp"),
-                     F.max(F.col("commitLogOffset") + F.col("storeSize")).alias(prefix + "EndOffset"))
+                     F.max(F.col("commitLogOffset") + F.col("storeSize"))
+                     .alias(prefix + "EndOffset"))
 
 
 def _lag(master, replica, differences, name):

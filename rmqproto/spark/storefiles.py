@@ -69,23 +69,33 @@ def _sniff(path):
 
 
 def find_segments(path, layout="auto"):
-    """``[(segment path, kind)]`` of the store at ``path``: a store root (``commitlog/`` or one
-    ``dledger-<id>/data/`` in it), or a directory of segments; ``layout`` forces the kind."""
+    """``[(segment path, kind)]`` of the store at ``path``: a store root (its ``commitlog/``
+    or its one ``dledger-<selfId>/data/``, where a 4.9 DLedger broker keeps its log), or a
+    directory of segments; ``layout`` (``commitlog``, ``dledger``) says which to read when
+    the root holds both, and forces the kind of a directory of segments."""
     if layout not in ("auto", "commitlog", "dledger"):
         raise ValueError("layout must be auto, commitlog or dledger, not %r" % (layout,))
     if not os.path.isdir(path):
         raise ValueError("no store directory at %s" % path)
-    directory = path
-    if os.path.isdir(os.path.join(path, "commitlog")) and layout != "dledger":
-        directory, layout = os.path.join(path, "commitlog"), "commitlog"
+    found = {}
+    commitlog = os.path.join(path, "commitlog")
+    if os.path.isdir(commitlog) and _segments_in(commitlog):
+        found["commitlog"] = commitlog
+    data = [directory for directory in sorted(os.path.join(path, name, "data")
+                                              for name in os.listdir(path)
+                                              if name.startswith("dledger-"))
+            if os.path.isdir(directory) and _segments_in(directory)]
+    if len(data) > 1:
+        raise ValueError("%s holds several DLedger logs (%s): name one" % (path, ", ".join(data)))
+    if data:
+        found["dledger"] = data[0]
+    if layout == "auto" and len(found) > 1:
+        raise ValueError("%s holds a commit log and a DLedger log: set the layout option"
+                         " (commitlog or dledger)" % path)
+    if layout == "auto" and found:
+        (layout, directory), = found.items()
     else:
-        data = sorted(os.path.join(path, name, "data") for name in os.listdir(path)
-                      if name.startswith("dledger-") and os.path.isdir(os.path.join(path, name)))
-        if len(data) > 1:
-            raise ValueError("%s holds several DLedger stores (%s): name one"
-                             % (path, ", ".join(data)))
-        if data and layout != "commitlog":
-            directory, layout = data[0], "dledger"
+        directory = found.get(layout, path)
     segments = _segments_in(directory)
     if not segments:
         raise ValueError("no commit-log or DLedger segment files in %s" % directory)

@@ -53,7 +53,8 @@ def test_identical_stores_report_nothing(audited):
     assert status == 0 and "Differences (0)" in printed
     assert _of(audited["differences"], "identical") == []
     lag, = _of(audited["lag"], "identical")
-    assert (lag["lagMillis"], lag["bytesBehind"], lag["oldestMissingStoreTimestamp"]) == (0, 0, None)
+    assert (lag["lagMillis"], lag["bytesBehind"], lag["oldestMissingStoreTimestamp"]) \
+        == (0, 0, None)
     totals, = [r for r in _of(audited["counts"], "identical") if r["topic"] is None]
     assert (totals["masterMessages"], totals["replicaMessages"], totals["differences"]) \
         == (90, 90, 0)

@@ -1,6 +1,7 @@
 """The ``rocketmq-store`` format (docs/spark.md) on stores written by Java, by our store and
 by our DLedger log; the region walk of rmqproto/spark/storefiles.py without Spark."""
 
+import os
 import shutil
 
 import pytest
@@ -111,6 +112,17 @@ def test_bytes_that_are_not_utf8_become_replacement_characters(ours, tmp_path):
     batch = next(region_batches(region))
     assert dict(batch.column("properties")[0].as_py())["TAGS"] == "ta\ufffd0"
     assert batch.column("crcOk")[0].as_py()  # the body is intact
+
+
+def test_a_root_with_both_logs_needs_the_layout_option(ours, tmp_path):
+    root, records, results = ours
+    dledger_store(tmp_path, sample_records(3))
+    shutil.copytree(root / "commitlog", tmp_path / "commitlog")
+    with pytest.raises(ValueError, match="set the layout option"):
+        find_segments(str(tmp_path))
+    assert {kind for _, kind in find_segments(str(tmp_path), "dledger")} == {"dledger"}
+    assert [(os.path.basename(p), kind) for p, kind in find_segments(str(tmp_path), "commitlog")] \
+        == [(os.path.basename(p), kind) for p, kind in find_segments(str(root))]
 
 
 def test_a_directory_without_segments_is_a_clear_error(tmp_path):
