@@ -4,7 +4,7 @@ import random
 
 from rmqproto.codec.message import MessageRecord, encode_record
 from rmqproto.dledger.store import DLedgerStore, StoreSettings
-from store.store_support import StoreFactory, put, write_java_files
+from store.store_support import StoreFactory, put, store_serve, write_java_files
 from support.interop import load_vectors
 
 STORE_HOST = ("10.9.8.7", 10911)
@@ -13,6 +13,13 @@ STORE_HOST = ("10.9.8.7", 10911)
 def java_store(root):
     """The commit log and queues StoreFamily.java wrote; the summary of what Java read."""
     return write_java_files(root, load_vectors("store_files"))
+
+
+def java_written_store(java_interop, root):
+    """A store StoreServe.java writes with Java's DefaultMessageStore (two topics, tags,
+    keys, a delay message, IPv6 hosts, a batch); what Java then read of it."""
+    return store_serve(java_interop, "write", str(root), "TopicA,TopicB,SCHEDULE_TOPIC_XXXX",
+                       "TopicA#order-8")
 
 
 def sample_records(count, seed=7):

@@ -9,7 +9,7 @@ import pytest
 from rmqproto.codec.javalang import masked_crc32
 from rmqproto.codec.message import TRANSACTION_PREPARED_TYPE, transaction_type
 from rmqproto.spark.storefiles import find_segments, plan_regions, read_region, region_batches
-from stores import dledger_store, java_store, our_store, sample_records
+from stores import dledger_store, java_store, java_written_store, our_store, sample_records
 
 
 def _read(spark, path, **options):
@@ -30,9 +30,8 @@ def ours(tmp_path_factory):
     return root, records, our_store(root, records)
 
 
-def test_a_java_store_reads_as_java_read_it(spark, tmp_path):
-    summary = java_store(tmp_path / "store")
-    rows = _read(spark, tmp_path / "store", maxRegionBytes=40000, brokerName="broker-a")
+def _queues(rows):
+    """The rows a consumer sees, in Java's shape: ``{"topic/queueId": [units]}``."""
     queues = {}
     for row in rows:
         if transaction_type(row["sysFlag"]) == TRANSACTION_PREPARED_TYPE:
@@ -40,11 +39,25 @@ def test_a_java_store_reads_as_java_read_it(spark, tmp_path):
         queues.setdefault("%s/%d" % (row["topic"], row["queueId"]), []).append(dict(
             commit_log_offset=row["commitLogOffset"], queue_offset=row["queueOffset"],
             uniq_key=row["properties"].get("UNIQ_KEY")))
-    assert {q: sorted(v, key=lambda u: u["queue_offset"]) for q, v in queues.items()} \
-        == summary["java_reads"]["queues"]
+    return {q: sorted(v, key=lambda u: u["queue_offset"]) for q, v in queues.items()}
+
+
+def test_a_java_store_reads_as_java_read_it(spark, tmp_path):
+    summary = java_store(tmp_path / "store")
+    rows = _read(spark, tmp_path / "store", maxRegionBytes=40000, brokerName="broker-a")
+    assert _queues(rows) == summary["java_reads"]["queues"]
     assert [(r["msgId"], _millis(r["storeTimestamp"]), r["storeSize"]) for r in rows] \
         == [(p["msg_id"], p["store_timestamp"], p["wrote_bytes"]) for p in summary["puts"]]
     assert all(r["crcOk"] and r["brokerName"] == "broker-a" for r in rows)
+
+
+@pytest.mark.java
+def test_a_store_the_java_store_writes_now_reads_as_java_reads_it(spark, java_interop, tmp_path):
+    java = java_written_store(java_interop, tmp_path / "java")
+    rows = _read(spark, tmp_path / "java", maxRegionBytes=8192)
+    assert _queues(rows) == java["queues"]
+    assert max(r["commitLogOffset"] + r["storeSize"] for r in rows) == java["max_phy_offset"]
+    assert all(r["crcOk"] for r in rows)
 
 
 def test_our_store_reads_back_exactly_what_was_put(spark, ours):

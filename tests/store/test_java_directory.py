@@ -6,14 +6,11 @@
   serves a directory StoreServe wrote.
 """
 
-import json
-import subprocess
-
 import pytest
 
 from rmqproto.codec import message as msg
-from store_support import StoreFactory, put, record, write_java_files
-from support.interop import JAVA_FLAGS, load_vectors
+from store_support import StoreFactory, put, record, store_serve, write_java_files
+from support.interop import load_vectors
 
 
 def _serve_ours(store, topics, keys):
@@ -65,14 +62,6 @@ def test_we_serve_the_files_java_wrote(tmp_path):
 
 # ---------------------------------------------------------------- live Java (StoreServe.java)
 
-def _store_serve(java_interop, *args):
-    out = subprocess.run(
-        ["java", *JAVA_FLAGS, "-cp", java_interop.classpath, "rmqproto.interop.StoreServe", *args],
-        capture_output=True, check=False, timeout=300)
-    assert out.returncode == 0, out.stderr.decode(errors="replace")[-3000:]
-    return json.loads(out.stdout.decode().strip().splitlines()[-1])
-
-
 def _our_directory(root):
     """Messages like StoreServe's: two topics, tags, keys, a delay message, IPv6 hosts, a batch."""
     factory = StoreFactory(root)
@@ -100,7 +89,7 @@ def _our_directory(root):
 def test_java_serves_a_directory_we_wrote(java_interop, tmp_path):
     root = tmp_path / "ours"
     expected, schedule_tags, max_phy = _our_directory(root)
-    java = _store_serve(java_interop, "read", str(root),
+    java = store_serve(java_interop, "read", str(root),
                         "TopicA,TopicB,SCHEDULE_TOPIC_XXXX", "TopicA#order-7,TopicB#batch,TopicA#DELAYED0001")
     assert java["max_phy_offset"] == max_phy
     assert java["queues"] == expected["queues"]
@@ -112,7 +101,7 @@ def test_java_serves_a_directory_we_wrote(java_interop, tmp_path):
 @pytest.mark.java
 def test_we_serve_a_directory_java_wrote(java_interop, tmp_path):
     root = tmp_path / "java"
-    java = _store_serve(java_interop, "write", str(root), "TopicA,TopicB,SCHEDULE_TOPIC_XXXX",
+    java = store_serve(java_interop, "write", str(root), "TopicA,TopicB,SCHEDULE_TOPIC_XXXX",
                         "TopicA#order-8,TopicB#order-9,TopicA#key-3,TopicA#DELAYED0001,"
                         "TopicA#0A01020300002A9F0000000000000008")
     factory = StoreFactory(root)
