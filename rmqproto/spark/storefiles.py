@@ -18,7 +18,7 @@ from rmqproto.codec import dledger
 from rmqproto.codec.javalang import masked_crc32
 from rmqproto.codec.message import (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, PROPERTY_KEYS,
                                     PROPERTY_TAGS, decode_record, iter_dispatch_fields,
-                                    iter_records)
+                                    iter_records, uncompressed_body)
 from rmqproto.codec.storefile import file_name_to_offset
 from rmqproto.errors import CodecError
 
@@ -189,13 +189,22 @@ def _millis(value):
     return datetime.fromtimestamp(value / 1000.0, timezone.utc)
 
 
+def _body(record):
+    """The body a consumer gets: inflated when the sysFlag says ZLIB-compressed (as
+    ``MessageDecoder.decode`` does); as stored when that fails, its CRC tells."""
+    try:
+        return uncompressed_body(record)
+    except CodecError:
+        return record.body
+
+
 def record_row(record, broker_name=None):
     """One row (a tuple in :data:`COLUMNS` order) of ``record``."""
     properties = {_text(name): _text(value) for name, value in record.properties.items()}
     return (_text(record.topic), broker_name, record.queue_id, record.queue_offset,
             record.commit_log_offset, record.msg_id,
             properties.get(PROPERTY_KEYS), properties.get(PROPERTY_TAGS),
-            record.body, _millis(record.born_timestamp), _millis(record.store_timestamp),
+            _body(record), _millis(record.born_timestamp), _millis(record.store_timestamp),
             _host(record.born_host), _host(record.store_host), record.reconsume_times,
             list(properties.items()), record.sys_flag, record.store_size, record.body_crc,
             masked_crc32(record.body) == record.body_crc)

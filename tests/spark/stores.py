@@ -1,8 +1,9 @@
 """Store directories for the Spark tests: Java's recorded files, ours, a DLedger data log."""
 
 import random
+import zlib
 
-from rmqproto.codec.message import MessageRecord, encode_record
+from rmqproto.codec.message import COMPRESSED_FLAG, MessageRecord, encode_record
 from rmqproto.dledger.store import DLedgerStore, StoreSettings
 from store.store_support import StoreFactory, put, store_serve, write_java_files
 from support.interop import load_vectors
@@ -23,15 +24,19 @@ def java_written_store(java_interop, root):
 
 
 def sample_records(count, seed=7):
-    """``count`` records of two topics, bodies of 1 to 3000 bytes, keys, tags, properties."""
+    """``count`` records of two topics, bodies of 1 to 3000 bytes (every tenth one
+    ZLIB-compressed, as a producer compresses a large body), keys, tags, properties."""
     rng = random.Random(seed)
     records = []
     for i in range(count):
         props = {"KEYS": "key%d order%d" % (i, i % 5), "TAGS": "tag%d" % (i % 3),
                  "UNIQ_KEY": "U%06d" % i, "color": rng.choice(["red", "blue"])}
+        body, flag = rng.randbytes(rng.randint(1, 3000)), 0
+        if i % 10 == 5:
+            body, flag = zlib.compress(b"compressed %d " % i * 300), COMPRESSED_FLAG
         records.append(MessageRecord(
-            "TopicA" if i % 3 else "TopicB", rng.randbytes(rng.randint(1, 3000)), props,
-            queue_id=i % 4, born_host=("10.1.2.3", 50000), store_host=STORE_HOST,
+            "TopicA" if i % 3 else "TopicB", body, props, queue_id=i % 4, sys_flag=flag,
+            born_host=("10.1.2.3", 50000), store_host=STORE_HOST,
             born_timestamp=1700000000000 + i))
     return records
 

@@ -7,7 +7,8 @@ import shutil
 import pytest
 
 from rmqproto.codec.javalang import masked_crc32
-from rmqproto.codec.message import TRANSACTION_PREPARED_TYPE, transaction_type
+from rmqproto.codec.message import (TRANSACTION_PREPARED_TYPE, transaction_type,
+                                    uncompressed_body)
 from rmqproto.spark.storefiles import find_segments, plan_regions, read_region, region_batches
 from stores import dledger_store, java_store, java_written_store, our_store, sample_records
 
@@ -68,11 +69,12 @@ def test_our_store_reads_back_exactly_what_was_put(spark, ours):
              r["body"], r["keys"], r["tags"], r["properties"], _millis(r["bornTimestamp"]),
              _millis(r["storeTimestamp"]), r["bornHost"], r["storeHost"], r["reconsumeTimes"],
              r["sysFlag"], r["storeSize"], r["bodyCrc"], r["crcOk"]) for r in rows] == [
-        (m.topic, m.queue_id, p.logics_offset, p.wrote_offset, p.msg_id, m.body,
+        (m.topic, m.queue_id, p.logics_offset, p.wrote_offset, p.msg_id, uncompressed_body(m),
          m.properties["KEYS"], m.properties["TAGS"], m.properties, m.born_timestamp,
          p.store_timestamp, "10.1.2.3:50000", "10.9.8.7:10911", 0, m.sys_flag, p.wrote_bytes,
          masked_crc32(m.body), True) for m, p in zip(records, results)]
     assert rows[0]["brokerName"] is None
+    assert rows[5]["body"] == b"compressed 5 " * 300  # inflated, as a consumer gets it
 
 
 def test_a_dledger_store_reads_its_records(spark, tmp_path):
@@ -80,7 +82,7 @@ def test_a_dledger_store_reads_its_records(spark, tmp_path):
     dledger_store(tmp_path, records)
     rows = _read(spark, tmp_path, maxRegionBytes=30000)
     assert [(r["topic"], r["body"], r["properties"]) for r in rows] \
-        == [(m.topic, m.body, m.properties) for m in records]
+        == [(m.topic, uncompressed_body(m), m.properties) for m in records]
     # the record's PHYSICALOFFSET is where its body sits in the data files
     data = sorted((tmp_path / "dledger-n0" / "data").iterdir())
     assert rows[0]["commitLogOffset"] == 48 and rows[-1]["commitLogOffset"] < \
