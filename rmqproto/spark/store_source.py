@@ -49,4 +49,6 @@ class _StoreReader(DataSourceReader):
                                                                    self.region_bytes)]
 
     def read(self, partition):
+        if partition.value is None:  # Spark's one partition when there are none: no rows
+            return
         yield from region_batches(partition.value, self.broker_name)

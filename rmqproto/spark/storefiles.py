@@ -94,6 +94,8 @@ def find_segments(path, layout="auto"):
                          " (commitlog or dledger)" % path)
     if layout == "auto" and found:
         (layout, directory), = found.items()
+    elif layout != "dledger" and not found and os.path.isdir(commitlog):
+        return []  # a store root whose commit log is still empty (a new slave)
     else:
         directory = found.get(layout, path)
     segments = _segments_in(directory)

@@ -140,6 +140,12 @@ def test_a_root_with_both_logs_needs_the_layout_option(ours, tmp_path):
         == [(os.path.basename(p), kind) for p, kind in find_segments(str(root))]
 
 
+def test_a_root_with_an_empty_commit_log_has_no_rows(spark, tmp_path):
+    (tmp_path / "commitlog").mkdir()  # a new slave's
+    assert find_segments(str(tmp_path)) == [] and plan_regions([]) == []
+    assert _read(spark, tmp_path) == []
+
+
 def test_a_directory_without_segments_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="no commit-log or DLedger segment"):
         find_segments(str(tmp_path))
