@@ -3,6 +3,9 @@ from glob import glob
 
 from setuptools import Extension, find_packages, setup
 
+# PySpark's Python data source API (pyspark.sql.datasource) with Arrow batches: Spark 4
+SPARK = ["pyspark[sql]>=4.0", "pyarrow>=15"]
+
 setup(
     name="rmqproto",
     version="0.1.0",
@@ -35,7 +38,10 @@ setup(
     extras_require={
         # setuptools: tests build the speedups with setup.py (venvs of 3.12+ come without it)
         "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4",
-                 "setuptools>=61"],
-        "spark": ["pyspark>=3.4"],
+                 "setuptools>=61"] + SPARK,
+        "spark": SPARK,
     },
+    entry_points={"console_scripts": [
+        "rmqproto-spark-audit = rmqproto.spark.audit:main",  # docs/spark.md
+    ]},
 )

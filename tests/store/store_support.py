@@ -1,10 +1,14 @@
 """Fixtures of the store tests: small segments so that rolls, blanks and new CQ files happen."""
 
+import json
+import subprocess
+
 import pytest
 from twisted.internet import defer, task
 
 from rmqproto.codec.message import MessageRecord
 from rmqproto.store.defaultstore import DefaultMessageStore
+from support.interop import JAVA_FLAGS
 
 SMALL = dict(mappedFileSizeCommitLog=64 * 1024, mappedFileSizeConsumeQueue=10 * 20,
              maxHashSlotNum=64, maxIndexNum=200, flushIntervalCommitLog=100,
@@ -83,3 +87,24 @@ class ManualRunner:
     def run_next(self):
         f, args, d = self.jobs.pop(0)
         d.callback(f(*args))
+
+
+def write_java_files(root, vectors):
+    """The recorded files (stored with trailing zeros trimmed) back on disk; the summary."""
+    for v in vectors[1:]:
+        fields = v["fields"]
+        raw = bytes.fromhex(v["hex"])
+        path = "index/" + fields["file_name"] if fields["path"] == "index" else fields["path"]
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(raw + bytes(fields["file_size"] - len(raw)))
+    return vectors[0]["fields"]
+
+
+def store_serve(java_interop, *args):
+    """Run StoreServe.java (``write DIR ...`` or ``read DIR ...``); the JSON it prints."""
+    out = subprocess.run(
+        ["java", *JAVA_FLAGS, "-cp", java_interop.classpath, "rmqproto.interop.StoreServe", *args],
+        capture_output=True, check=False, timeout=300)
+    assert out.returncode == 0, out.stderr.decode(errors="replace")[-3000:]
+    return json.loads(out.stdout.decode().strip().splitlines()[-1])

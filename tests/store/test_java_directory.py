@@ -6,14 +6,11 @@
   serves a directory StoreServe wrote.
 """
 
-import json
-import subprocess
-
 import pytest
 
 from rmqproto.codec import message as msg
-from store_support import StoreFactory, put, record
-from support.interop import JAVA_FLAGS, load_vectors
+from store_support import StoreFactory, put, record, store_serve, write_java_files
+from support.interop import load_vectors
 
 
 def _serve_ours(store, topics, keys):
@@ -43,21 +40,9 @@ def _serve_ours(store, topics, keys):
     return dict(queues=queues, keys=found)
 
 
-def _write_java_files(root, vectors):
-    """The recorded files (stored with trailing zeros trimmed) back on disk; the summary."""
-    for v in vectors[1:]:
-        fields = v["fields"]
-        raw = bytes.fromhex(v["hex"])
-        path = "index/" + fields["file_name"] if fields["path"] == "index" else fields["path"]
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(raw + bytes(fields["file_size"] - len(raw)))
-    return vectors[0]["fields"]
-
-
 def test_we_serve_the_files_java_wrote(tmp_path):
     root = tmp_path / "store"
-    s = _write_java_files(root, load_vectors("store_files"))
+    s = write_java_files(root, load_vectors("store_files"))
     factory = StoreFactory(root)
     store = factory.open(mappedFileSizeCommitLog=s["commitlog_file_size"],
                          mappedFileSizeConsumeQueue=s["cq_file_size"],
@@ -76,14 +61,6 @@ def test_we_serve_the_files_java_wrote(tmp_path):
 
 
 # ---------------------------------------------------------------- live Java (StoreServe.java)
-
-def _store_serve(java_interop, *args):
-    out = subprocess.run(
-        ["java", *JAVA_FLAGS, "-cp", java_interop.classpath, "rmqproto.interop.StoreServe", *args],
-        capture_output=True, check=False, timeout=300)
-    assert out.returncode == 0, out.stderr.decode(errors="replace")[-3000:]
-    return json.loads(out.stdout.decode().strip().splitlines()[-1])
-
 
 def _our_directory(root):
     """Messages like StoreServe's: two topics, tags, keys, a delay message, IPv6 hosts, a batch."""
@@ -112,7 +89,7 @@ def _our_directory(root):
 def test_java_serves_a_directory_we_wrote(java_interop, tmp_path):
     root = tmp_path / "ours"
     expected, schedule_tags, max_phy = _our_directory(root)
-    java = _store_serve(java_interop, "read", str(root),
+    java = store_serve(java_interop, "read", str(root),
                         "TopicA,TopicB,SCHEDULE_TOPIC_XXXX", "TopicA#order-7,TopicB#batch,TopicA#DELAYED0001")
     assert java["max_phy_offset"] == max_phy
     assert java["queues"] == expected["queues"]
@@ -124,7 +101,7 @@ def test_java_serves_a_directory_we_wrote(java_interop, tmp_path):
 @pytest.mark.java
 def test_we_serve_a_directory_java_wrote(java_interop, tmp_path):
     root = tmp_path / "java"
-    java = _store_serve(java_interop, "write", str(root), "TopicA,TopicB,SCHEDULE_TOPIC_XXXX",
+    java = store_serve(java_interop, "write", str(root), "TopicA,TopicB,SCHEDULE_TOPIC_XXXX",
                         "TopicA#order-8,TopicB#order-9,TopicA#key-3,TopicA#DELAYED0001,"
                         "TopicA#0A01020300002A9F0000000000000008")
     factory = StoreFactory(root)
