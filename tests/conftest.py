@@ -21,7 +21,7 @@ settings.load_profile("rmqproto")
 
 #: Why a test that needs Java skips (fixtures below, and modules' ``skipif`` marks).
 JAVA_MISSING = "Java 17 and Maven are not installed"
-_JAVA_FIXTURES = {"java_interop", "fresh_vectors", "java_peers"}
+_JAVA_FIXTURES = {"java_interop", "fresh_vectors", "java_peers", "spark"}  # Spark runs on Java
 
 
 def pytest_collection_modifyitems(items):
