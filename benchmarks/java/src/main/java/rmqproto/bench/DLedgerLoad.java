@@ -35,7 +35,7 @@ public final class DLedgerLoad {
         List<Thread> threads = new ArrayList<>();
         int[] counts = new int[clients];
         for (int c = 0; c < clients; c++) {
-            long[] latencies = new long[1 << 20];
+            long[] latencies = new long[1 << 17];  // 1 MiB a client: 32 fit a small heap
             samples.add(latencies);
             final int me = c;
             DLedgerClient client = new DLedgerClient(group, peers);
