@@ -47,8 +47,8 @@ def build_classpath(name):
     """Build ``tests/javapeers/<name>`` with Maven once per run; its Java classpath."""
     project = PEERS_DIR / name
     goals = ["dependency:copy-dependencies", "-DoutputDirectory=target/lib"]
-    if (project / "src").exists():
-        goals.insert(0, "compile")
+    if (project / "src").exists() or "<sourceDirectory>" in (project / "pom.xml").read_text():
+        goals.insert(0, "compile")  # its own sources, or another project's (client5)
     with open(PEERS_DIR / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         result = subprocess.run(["mvn", "-q", "-B", *goals], cwd=project,
