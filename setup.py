@@ -43,5 +43,6 @@ setup(
     },
     entry_points={"console_scripts": [
         "rmqproto-spark-audit = rmqproto.spark.audit:main",  # docs/spark.md
+        "rmqadmin = rmqproto.tools.rmqadmin:main",  # docs/client.md
     ]},
 )
