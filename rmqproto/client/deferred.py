@@ -6,6 +6,7 @@
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
+from rmqproto.client.admin import AdminConfig, AdminCore
 from rmqproto.client.config import ConsumerConfig, ProducerConfig
 from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
@@ -15,7 +16,7 @@ from rmqproto.client.producer import ASYNC, ONEWAY, SYNC, ProducerCore, selectin
 from rmqproto.remoting import RemotingClient
 from rmqproto.remoting.errors import RemotingError
 
-__all__ = ["Producer", "LitePullConsumer"]
+__all__ = ["Admin", "Producer", "LitePullConsumer"]
 
 log = Logger()
 
@@ -169,3 +170,19 @@ class LitePullConsumer(_Transport):
         done = self._call(self.core.shutdown)
         done.addErrback(lambda failure: failure.trap(ClientError))
         return done.addCallback(lambda _: self.client.close())
+
+
+class Admin(_Transport):
+    """The admin core (:mod:`rmqproto.client.admin`) on ``reactor``:
+    ``admin.run(admin.core.cluster_info())`` is a Deferred of the operation's answer."""
+
+    def __init__(self, reactor, config=None, **settings):
+        super().__init__(reactor, AdminCore(config or AdminConfig(**settings)))
+
+    def run(self, steps):
+        """A Deferred of the return value of the core generator ``steps``."""
+        return self._run(steps)
+
+    def close(self):
+        """Close every connection; a Deferred fired once they are closed."""
+        return self.client.close()
