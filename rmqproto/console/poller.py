@@ -11,9 +11,11 @@ running in this process add their indices, and a leader its peers' water marks.
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
-from rmqproto.client.admin import RETRY_PREFIX, DLQ_PREFIX, broker_addresses
+from rmqproto.client.admin import DLQ_PREFIX, RETRY_PREFIX, broker_addresses
 from rmqproto.client.deferred import Admin
+from rmqproto.codec.bodies.ha import HARuntimeInfo
 from rmqproto.codec.bodies.route import MASTER_ID
+from rmqproto.codec.codes import RequestCodeV5, ResponseCode
 from rmqproto.console.view import ConsoleView
 from rmqproto.dledger.actions import Role
 
@@ -26,6 +28,9 @@ SYSTEM_TOPICS = frozenset({
     "TBW102", "SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC", "BenchmarkTest",
     "TRANS_CHECK_MAX_TIME_TOPIC", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
     "RMQ_SYS_TRACE_TOPIC"})
+#: Bytes a slave may lag and still count as in sync where its master does not say
+#: (RocketMQ 5's ``haMaxGapNotInSync``).
+HA_MAX_GAP_NOT_IN_SYNC = 256 * 1024 * 1024
 #: Topics and groups are looked at once in this many rounds.
 SLOW_EVERY = 5
 
@@ -37,13 +42,16 @@ def _user_topic(topic, own_names):
 
 class ConsolePoller:
     """Gathers facts every ``interval`` seconds; :attr:`snapshot` is the latest picture and
-    each of :attr:`listeners` is called with every new one."""
+    each of :attr:`listeners` is called with every new one. ``namesrv_addr`` (text, or a
+    callable giving it once the service listens; None: no cluster to look at) is where
+    the cluster is learnt."""
 
     def __init__(self, reactor, namesrv_addr=None, dledger_groups=(), local_members=(),
                  interval=1.0, view=None):
         self.reactor = reactor
-        self.namesrv_addr = namesrv_addr
-        self.admin = Admin(reactor, namesrvAddr=namesrv_addr)
+        self._namesrv_addr = namesrv_addr
+        self.namesrv_addr = None
+        self.admin = None
         #: ``{group: peers}`` watched whatever the brokers say
         self.dledger_groups = dict(dledger_groups)
         #: DLedger servers of this process, by member id
@@ -62,13 +70,16 @@ class ConsolePoller:
         return int(self.reactor.seconds() * 1000)
 
     def start(self):
+        address = self._namesrv_addr
+        self.namesrv_addr = address() if callable(address) else address
+        self.admin = Admin(self.reactor, namesrvAddr=self.namesrv_addr)
         self._loop.start(self._interval, now=True).addErrback(
             lambda failure: log.failure("the console stopped polling", failure))
 
     def stop(self):
         if self._loop.running:
             self._loop.stop()
-        return self.admin.close()
+        return self.admin.close() if self.admin is not None else defer.succeed(None)
 
     @defer.inlineCallbacks
     def poll(self):
@@ -94,25 +105,63 @@ class ConsolePoller:
     def _cluster(self, facts):
         run, core = self.admin.run, self.admin.core
         info = yield run(core.cluster_info())
-        brokers = []
+        brokers, runtimes = [], {}
         for cluster, name, broker_id, address in broker_addresses(info):
             broker = {"cluster": cluster, "name": name, "id": broker_id, "address": address,
                       "role": "MASTER" if broker_id == MASTER_ID else "SLAVE", "version": None}
             try:
-                runtime = yield run(core.runtime_info(address))
+                runtime = runtimes[address] = yield run(core.runtime_info(address))
                 broker["version"] = runtime.get("brokerVersionDesc")
                 yield self._learn_dledger(address)
             except Exception as exc:
                 facts["errors"].append("%s (%s): %s" % (name, address, exc))
             brokers.append(broker)
         facts["brokers"] = brokers
-        facts["ha"] = [{"broker": m.broker_name, "master": m.address, "maxOffset": m.max_offset,
-                        "slaves": [{"address": s.address, "ackOffset": s.ack_offset,
-                                    "inSync": s.in_sync} for s in m.slaves]}
-                       for m in (yield run(core.ha_status()))]
+        facts["ha"] = yield self._replication(brokers, runtimes)
         if self._round % SLOW_EVERY == 0:
             own = {b["name"] for b in brokers} | {b["cluster"] for b in brokers}
             yield self._topics_and_groups(own)
+
+    @defer.inlineCallbacks
+    def _replication(self, brokers, runtimes):
+        """Each master's commit-log end and each reachable slave's, by broker address (a
+        slave keeps its place across reconnections); in sync as the master's HA status says
+        (GET_BROKER_HA_STATUS, by the slave's host), else within ``HA_MAX_GAP_NOT_IN_SYNC``."""
+        by_name = {}
+        for broker in brokers:
+            by_name.setdefault(broker["name"], {})[broker["id"]] = broker["address"]
+        found = []
+        for name, addresses in sorted(by_name.items()):
+            master = addresses.get(MASTER_ID)
+            if master not in runtimes:
+                continue
+            top = int(runtimes[master]["commitLogMaxOffset"])
+            links = yield self._links(master)
+            slaves = []
+            for broker_id, address in sorted(addresses.items()):
+                if broker_id == MASTER_ID or address not in runtimes:
+                    continue
+                have = int(runtimes[address]["commitLogMaxOffset"])
+                host = address.rpartition(":")[0]
+                in_sync = (links.get(host, False) if links is not None
+                           else top - have <= HA_MAX_GAP_NOT_IN_SYNC)
+                slaves.append({"address": address, "ackOffset": have, "inSync": in_sync,
+                               "connected": links is None or host in links})
+            found.append({"broker": name, "master": master, "maxOffset": top, "slaves": slaves})
+        return found
+
+    @defer.inlineCallbacks
+    def _links(self, master):
+        """``{slave host: in sync}`` of the master's HA connections, None where the master
+        does not serve GET_BROKER_HA_STATUS (RocketMQ 4.9)."""
+        answer = yield self.admin.run(self.admin.core.call(master, RequestCodeV5.GET_BROKER_HA_STATUS))
+        if answer.code != ResponseCode.SUCCESS:
+            return None
+        links = {}
+        for link in HARuntimeInfo.from_json(answer.body).ha_connection_info:
+            host = link.addr.rpartition(":")[0]
+            links[host] = links.get(host, False) or link.in_sync
+        return links
 
     @defer.inlineCallbacks
     def _learn_dledger(self, address):

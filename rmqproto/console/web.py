@@ -102,4 +102,4 @@ class ConsoleEndpoint(service.MultiService):
         self.poller.start()
 
     def stopService(self):
-        return defer.gatherResults([self.poller.stop(), super().stopService()])
+        return defer.gatherResults([self.poller.stop(), defer.maybeDeferred(super().stopService)])
