@@ -72,7 +72,7 @@ class ConsolePoller:
     def start(self):
         address = self._namesrv_addr
         self.namesrv_addr = address() if callable(address) else address
-        self.admin = Admin(self.reactor, namesrvAddr=self.namesrv_addr)
+        self.admin = Admin(self.reactor, namesrvAddr=self.namesrv_addr or "")
         self._loop.start(self._interval, now=True).addErrback(
             lambda failure: log.failure("the console stopped polling", failure))
 
@@ -213,7 +213,8 @@ class ConsolePoller:
             local = self.local_members.get(member.member_id)
             members.append({
                 "id": member.member_id, "address": member.address, "role": member.role,
-                "leader": member.leader_id, "term": member.term,
+                "leader": member.leader_id,
+                "term": local.node.term if local else member.term,
                 "ledgerEnd": local.node.member.ledger_end_index if local else None,
                 "committed": local.node.committed_index if local else None,
                 "waterMark": marks.get(member.member_id)})

@@ -77,8 +77,9 @@ class ConsoleView:
     def _group(self, group, now):
         name = group["group"]
         leaders = [m for m in group["members"] if m.get("role") == "LEADER"]
+        terms = [m["term"] for m in group["members"] if m.get("term") is not None]
         if leaders:
-            current = (leaders[0].get("term"), leaders[0]["id"])
+            current = (max(terms, default=None), leaders[0]["id"])
             if self.leaders.get(name) != current:
                 self.leaders[name] = current
                 self.elections.setdefault(name, []).append(
