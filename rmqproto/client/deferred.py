@@ -6,6 +6,7 @@
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
+from rmqproto.acl.signature import signed_fields
 from rmqproto.client.admin import AdminConfig, AdminCore
 from rmqproto.client.config import ConsumerConfig, ProducerConfig
 from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
@@ -174,10 +175,19 @@ class LitePullConsumer(_Transport):
 
 class Admin(_Transport):
     """The admin core (:mod:`rmqproto.client.admin`) on ``reactor``:
-    ``admin.run(admin.core.cluster_info())`` is a Deferred of the operation's answer."""
+    ``admin.run(admin.core.cluster_info())`` is a Deferred of the operation's answer. With
+    ``credentials`` (access key, secret key) every request is signed as Java's
+    ``AclClientRPCHook`` signs it."""
 
-    def __init__(self, reactor, config=None, **settings):
+    def __init__(self, reactor, config=None, credentials=None, **settings):
         super().__init__(reactor, AdminCore(config or AdminConfig(**settings)))
+        self.credentials = credentials
+
+    def _perform(self, call):
+        if self.credentials is not None:
+            request = call.request
+            request.ext_fields = signed_fields(request.ext_fields, request.body, *self.credentials)
+        return super()._perform(call)
 
     def run(self, steps):
         """A Deferred of the return value of the core generator ``steps``."""

@@ -47,11 +47,15 @@ class ConsolePoller:
     the cluster is learnt."""
 
     def __init__(self, reactor, namesrv_addr=None, dledger_groups=(), local_members=(),
-                 interval=1.0, view=None):
+                 interval=1.0, view=None, credentials=None, acl=False):
         self.reactor = reactor
         self._namesrv_addr = namesrv_addr
         self.namesrv_addr = None
         self.admin = None
+        #: (access key, secret key) signing the console's own requests (ACL on)
+        self.credentials = credentials
+        #: whether the admin actions are there (ACL on where the console is served)
+        self.acl = acl
         #: ``{group: peers}`` watched whatever the brokers say
         self.dledger_groups = dict(dledger_groups)
         #: DLedger servers of this process, by member id
@@ -72,7 +76,8 @@ class ConsolePoller:
     def start(self):
         address = self._namesrv_addr
         self.namesrv_addr = address() if callable(address) else address
-        self.admin = Admin(self.reactor, namesrvAddr=self.namesrv_addr or "")
+        self.admin = Admin(self.reactor, namesrvAddr=self.namesrv_addr or "",
+                           credentials=self.credentials)
         self._loop.start(self._interval, now=True).addErrback(
             lambda failure: log.failure("the console stopped polling", failure))
 
@@ -84,7 +89,7 @@ class ConsolePoller:
     @defer.inlineCallbacks
     def poll(self):
         """One round: the facts, the new snapshot, the listeners told."""
-        facts = {"errors": []}
+        facts = {"errors": [], "acl": self.acl}
         if self.namesrv_addr:
             yield self._look(facts, "cluster", self._cluster)
         yield self._look(facts, "DLedger", self._dledger)

@@ -53,6 +53,7 @@ class ConsoleView:
             "ha": [self._replication(master, now) for master in facts.get("ha", [])],
             "dledger": [self._group(group, now) for group in facts.get("dledger", [])],
             "errors": facts.get("errors", []),
+            "acl": facts.get("acl", False),
         }
 
     def _replication(self, master, now):

@@ -2,7 +2,8 @@
 
 ``/`` is the page (``static/``: plain HTML, CSS and JavaScript, no build step, nothing
 fetched from elsewhere), ``/api/snapshot`` the latest picture as JSON, ``/events`` the same
-picture pushed at every poll as server-sent events.
+picture pushed at every poll as server-sent events, and under ``/api`` the ACL admin's
+actions (:mod:`.actions`).
 """
 
 import json
@@ -15,9 +16,11 @@ from twisted.web.server import NOT_DONE_YET, Site
 from twisted.web.static import File
 
 from rmqproto.config import Setting, in_range
+from rmqproto.console.actions import Actions
 from rmqproto.console.poller import ConsolePoller
 
-__all__ = ["CONSOLE_PORT", "console_setting", "ConsoleEndpoint"]
+__all__ = ["CONSOLE_PORT", "CONSOLE_CREDENTIALS", "broker_console", "console_setting",
+           "ConsoleEndpoint"]
 
 #: ``rmq-local``'s default port (the single services default to 0, off).
 CONSOLE_PORT = 8082
@@ -28,6 +31,31 @@ def console_setting(default=0):
     """The ``consolePort`` setting with ``default``."""
     return Setting("consolePort", default, "port serving the web console (0: off)",
                    check=in_range(0, 65535))
+
+
+#: A broker's settings for the console's own requests where ACL is on (as
+#: rocketmq-dashboard's ``rocketmq.config.accessKey`` / ``secretKey``).
+CONSOLE_CREDENTIALS = (
+    Setting("consoleAccessKey", "", "access key signing the console's requests (ACL on)"),
+    Setting("consoleSecretKey", "", "secret key signing the console's requests (ACL on)"),
+)
+
+
+def broker_console(config, controller, reactor, namesrv_addr):
+    """The console of a broker (settings ``config``): admin actions where its ACL is the
+    plain one and on, the console's requests signed with ``consoleAccessKey``."""
+    validator = controller.access_validator
+    acl = getattr(validator, "acl", None)
+
+    def is_admin(access_key, secret_key):
+        known = acl.accounts.get(access_key)
+        return known is not None and known[0].admin and known[0].secret_key == secret_key
+
+    credentials = ((config["consoleAccessKey"], config["consoleSecretKey"])
+                   if config["consoleAccessKey"] else None)
+    return ConsoleEndpoint(config["consolePort"], reactor, config["bindAddress"],
+                           is_admin if acl is not None else None,
+                           namesrv_addr=namesrv_addr, credentials=credentials)
 
 
 def _json(snapshot):
@@ -77,15 +105,16 @@ class EventsResource(Resource):
 
 class ConsoleEndpoint(service.MultiService):
     """When ``port`` is not 0: the poller and, as a child, the HTTP service serving the
-    console on ``interface`` (``poller`` is None when off). Arguments after ``interface``
-    are the poller's."""
+    console on ``interface`` (``poller`` is None when off). ``is_admin(access key, secret
+    key)`` is the broker's ACL where it is on (the admin actions, :mod:`.actions`).
+    Arguments after it are the poller's."""
 
-    def __init__(self, port, reactor, interface="", **poller):
+    def __init__(self, port, reactor, interface="", is_admin=None, **poller):
         super().__init__()
-        self.poller = ConsolePoller(reactor, **poller) if port else None
+        self.poller = ConsolePoller(reactor, acl=is_admin is not None, **poller) if port else None
         if self.poller is not None:
             root = File(STATIC)
-            api = Resource()
+            api = Actions(reactor, self.poller, is_admin)
             api.putChild(b"snapshot", SnapshotResource(self.poller))
             root.putChild(b"api", api)
             root.putChild(b"events", EventsResource(self.poller))

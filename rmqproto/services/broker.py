@@ -16,7 +16,7 @@ from rmqproto.broker.config import SETTINGS, apply_startup_rules, vip_port
 from rmqproto.codec.codes import RequestCode, RequestCodeV5
 from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
-from rmqproto.console.web import ConsoleEndpoint
+from rmqproto.console.web import broker_console
 from rmqproto.ha import ha_service
 from rmqproto.ha.tls import tls_options
 from rmqproto.ha.master import HAMasterService
@@ -70,8 +70,7 @@ class BrokerService(StartsCleanly, service.MultiService):
                                        config["bindAddress"], reactor)
         self.metrics.attach(self)
         #: the web console on ``consolePort`` (docs/observability.md)
-        self.console = ConsoleEndpoint(config["consolePort"], reactor, config["bindAddress"],
-                                       namesrv_addr=config["namesrvAddr"])
+        self.console = broker_console(config, self.controller, reactor, config["namesrvAddr"])
         self.console.attach(self)
         self.idle = task.LoopingCall(self.close_idle_connections)
         self.idle.clock = reactor

@@ -22,7 +22,7 @@ from twisted.logger import Logger
 from rmqproto import eventloop
 from rmqproto.broker.config import SETTINGS as BROKER_SETTINGS, apply_startup_rules
 from rmqproto.config import ConfigError, Setting, Settings, in_range
-from rmqproto.console.web import CONSOLE_PORT, ConsoleEndpoint, console_setting
+from rmqproto.console.web import CONSOLE_PORT, broker_console, console_setting
 from rmqproto.metrics.endpoint import METRICS_PORT, MetricsEndpoint, metrics_setting
 from rmqproto.services import namesrv
 from rmqproto.services.broker import BrokerService
@@ -132,9 +132,9 @@ class LocalCluster(StartsCleanly, service.MultiService):
                                    for collector in child.metric_collectors()],
             local["bindAddress"], reactor)
         self.metrics.attach(self)
-        self.console = ConsoleEndpoint(
-            local["consolePort"], reactor, local["bindAddress"],
-            namesrv_addr=lambda: "%s:%d" % (local["brokerIP1"], self.namesrv.port))
+        self.console = broker_console(
+            dict(master_config, consolePort=local["consolePort"]), self.master.controller,
+            reactor, lambda: "%s:%d" % (local["brokerIP1"], self.namesrv.port))
 
     @defer.inlineCallbacks
     def stopService(self):

@@ -40,7 +40,8 @@ class ConsolePage:
         deadline = time.monotonic() + timeout
         while not condition():
             if time.monotonic() > deadline:
-                raise TimeoutError("condition not met on the page after %s s" % timeout)
+                raise TimeoutError("condition not met on the page after %s s; the page says: %s"
+                                   % (timeout, self.page.inner_text("main")[-2000:]))
             self.page.wait_for_timeout(250)
 
     def screenshot(self, name):

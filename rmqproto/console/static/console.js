@@ -121,7 +121,51 @@ function drawDLedger(snapshot) {
   document.getElementById("dledger").replaceChildren(...blocks);
 }
 
+// The ACL admin's actions (rmqproto/console/actions.py): signed in with HTTP Basic.
+let credentials = null;
+
+async function call(path, body) {
+  const answer = await fetch(path, {method: body ? "POST" : "GET", body: body ? JSON.stringify(body) : undefined,
+    headers: {"Authorization": "Basic " + btoa(credentials.join(":")), "Content-Type": "application/json"}});
+  const result = await answer.json();
+  return {ok: answer.ok, result: result};
+}
+
+function showResult(form, ok, text) {
+  const span = form.querySelector(".result");
+  span.className = "result " + (ok ? "ok" : "bad");
+  span.textContent = text;
+}
+
+document.getElementById("signin").addEventListener("submit", async event => {
+  event.preventDefault();
+  credentials = [document.getElementById("access-key").value, document.getElementById("secret-key").value];
+  const {result} = await call("api/session");
+  const ok = result.admin === true;
+  document.getElementById("who").textContent = ok ? "admin " + result.accessKey : result.error;
+  document.body.dataset.admin = String(ok);
+  for (const form of document.querySelectorAll("form.admin")) form.hidden = !ok;
+});
+
+document.getElementById("create-topic").addEventListener("submit", async event => {
+  event.preventDefault();
+  const form = event.target;
+  const {ok, result} = await call("api/topics", {topic: document.getElementById("new-topic").value,
+    queues: Number(document.getElementById("new-topic-queues").value)});
+  showResult(form, ok, ok ? `created ${result.topic} on ${result.brokers.join(", ")}` : result.error);
+});
+
+document.getElementById("reset-offset").addEventListener("submit", async event => {
+  event.preventDefault();
+  const form = event.target;
+  const when = document.getElementById("reset-time").value;
+  const {ok, result} = await call("api/offsets", {group: document.getElementById("reset-group").value,
+    topic: document.getElementById("reset-topic").value, timestamp: when ? new Date(when).getTime() : 0});
+  showResult(form, ok, ok ? `${result.queues} queue(s) reset (consumers ${result.consumers})` : result.error);
+});
+
 function draw(snapshot) {
+  document.getElementById("signin").hidden = !snapshot.acl;
   drawBrokers(snapshot);
   drawTopics(snapshot);
   drawGroups(snapshot);
