@@ -17,7 +17,7 @@ setup(
     packages=find_packages(include=["rmqproto", "rmqproto.*"])
     + ["rmqproto_plugins", "twisted.plugins"],
     package_dir={"rmqproto_plugins": "plugins"},
-    package_data={"twisted": ["plugins/*.py"]},
+    package_data={"twisted": ["plugins/*.py"], "rmqproto.console": ["static/*"]},
     # C versions of codec, store and broker hot paths in one module, a file a Python module
     # they speed up (docs/speedups.md); without a compiler the Python ones are used
     ext_modules=[Extension("rmqproto.codec._speedups",
@@ -38,10 +38,13 @@ setup(
     extras_require={
         # setuptools: tests build the speedups with setup.py (venvs of 3.12+ come without it)
         "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4",
-                 "setuptools>=61"] + SPARK,
+                 "setuptools>=61",
+                 # drives Debian's chromium in the console's browser tests (no browser download)
+                 "playwright>=1.40"] + SPARK,
         "spark": SPARK,
     },
     entry_points={"console_scripts": [
         "rmqproto-spark-audit = rmqproto.spark.audit:main",  # docs/spark.md
+        "rmqadmin = rmqproto.tools.rmqadmin:main",  # docs/client.md
     ]},
 )

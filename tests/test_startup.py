@@ -27,7 +27,8 @@ def plugin_args(plugin, tmp_path, port):
     if plugin == "rmq-nameserver":
         return ["--listenPort", port, "--kvConfigPath", tmp_path / "kv.json"]
     if plugin == "rmq-local":
-        return ["--namesrvPort", port, "--listenPort", free_port(12) + 2, "--dataDir", tmp_path]
+        return ["--namesrvPort", port, "--listenPort", free_port(12) + 2, "--dataDir", tmp_path,
+                "--metricsPort", 0, "--consolePort", 0]
     return ["--listenPort", port, "--storePathRootDir", tmp_path / "store",
             "--namesrvAddr", "127.0.0.1:1"]
 

@@ -10,6 +10,7 @@ import socket
 
 from rmqproto.config import ConfigError, Setting, Settings, at_least, in_range
 from rmqproto.broker.topicconfig import MAX_QUEUE_NUMS
+from rmqproto.console.web import CONSOLE_CREDENTIALS, console_setting
 from rmqproto.metrics.endpoint import metrics_setting
 from rmqproto.remoting.serversettings import SERVER_SETTINGS
 from rmqproto.remoting.tls import TLS_CLIENT_SETTINGS, TLS_SERVER_SETTINGS
@@ -102,6 +103,8 @@ BROKER_SETTINGS = Settings(
     *TLS_SERVER_SETTINGS.by_name.values(),
     *TLS_CLIENT_SETTINGS.by_name.values(),
     metrics_setting(),  # docs/observability.md
+    console_setting(),  # docs/observability.md
+    *CONSOLE_CREDENTIALS,
 )
 
 def _unused(name, default, what):

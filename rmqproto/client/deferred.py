@@ -6,6 +6,8 @@
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
+from rmqproto.acl.signature import signed_fields
+from rmqproto.client.admin import AdminConfig, AdminCore
 from rmqproto.client.config import ConsumerConfig, ProducerConfig
 from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
@@ -15,7 +17,7 @@ from rmqproto.client.producer import ASYNC, ONEWAY, SYNC, ProducerCore, selectin
 from rmqproto.remoting import RemotingClient
 from rmqproto.remoting.errors import RemotingError
 
-__all__ = ["Producer", "LitePullConsumer"]
+__all__ = ["Admin", "Producer", "LitePullConsumer"]
 
 log = Logger()
 
@@ -169,3 +171,28 @@ class LitePullConsumer(_Transport):
         done = self._call(self.core.shutdown)
         done.addErrback(lambda failure: failure.trap(ClientError))
         return done.addCallback(lambda _: self.client.close())
+
+
+class Admin(_Transport):
+    """The admin core (:mod:`rmqproto.client.admin`) on ``reactor``:
+    ``admin.run(admin.core.cluster_info())`` is a Deferred of the operation's answer. With
+    ``credentials`` (access key, secret key) every request is signed as Java's
+    ``AclClientRPCHook`` signs it."""
+
+    def __init__(self, reactor, config=None, credentials=None, **settings):
+        super().__init__(reactor, AdminCore(config or AdminConfig(**settings)))
+        self.credentials = credentials
+
+    def _perform(self, call):
+        if self.credentials is not None:
+            request = call.request
+            request.ext_fields = signed_fields(request.ext_fields, request.body, *self.credentials)
+        return super()._perform(call)
+
+    def run(self, steps):
+        """A Deferred of the return value of the core generator ``steps``."""
+        return self._run(steps)
+
+    def close(self):
+        """Close every connection; a Deferred fired once they are closed."""
+        return self.client.close()

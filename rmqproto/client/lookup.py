@@ -70,7 +70,11 @@ class NameServerLookup:
 
     def ask_nameserver(self, request, now):
         """Generator: send ``request`` to the NameServer the strategy picks, and to the
-        next ones while they fail; returns ``(response, now)``."""
+        next ones while they fail; returns ``(response, now)``. Without NameServers
+        (allowed: an admin of DLedger members needs none) it raises, as Java's client
+        does at its first request."""
+        if not self.nameservers.addresses:
+            raise ClientError("No name server address, please set it (namesrvAddr)")
         error = None
         for _ in self.nameservers.addresses:
             address = self.nameservers.choose(now)

@@ -22,8 +22,6 @@ class NameServerStrategy:
     name = None
 
     def __init__(self, addresses, rng):
-        if not addresses:
-            raise ClientError("No name server address, please set it (namesrvAddr)")
         self.addresses = list(addresses)
         self.rng = rng
 
@@ -42,7 +40,7 @@ class RandomSticky(NameServerStrategy):
 
     def __init__(self, addresses, rng):
         super().__init__(addresses, rng)
-        self.index = rng.randrange(len(self.addresses))
+        self.index = rng.randrange(len(self.addresses)) if self.addresses else 0
 
     def choose(self, now):
         return self.addresses[self.index % len(self.addresses)]

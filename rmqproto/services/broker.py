@@ -16,6 +16,7 @@ from rmqproto.broker.config import SETTINGS, apply_startup_rules, vip_port
 from rmqproto.codec.codes import RequestCode, RequestCodeV5
 from rmqproto.broker.controller import BrokerController
 from rmqproto.config import ConfigError
+from rmqproto.console.web import broker_console
 from rmqproto.ha import ha_service
 from rmqproto.ha.tls import tls_options
 from rmqproto.ha.master import HAMasterService
@@ -68,6 +69,9 @@ class BrokerService(StartsCleanly, service.MultiService):
         self.metrics = MetricsEndpoint(config["metricsPort"], self.metric_collectors(),
                                        config["bindAddress"], reactor)
         self.metrics.attach(self)
+        #: the web console on ``consolePort`` (docs/observability.md)
+        self.console = broker_console(config, self.controller, reactor, config["namesrvAddr"])
+        self.console.attach(self)
         self.idle = task.LoopingCall(self.close_idle_connections)
         self.idle.clock = reactor
         self.started = None

@@ -13,6 +13,7 @@ from twisted.python import usage
 
 from rmqproto import eventloop
 from rmqproto.config.javaprops import load_properties
+from rmqproto.console.web import ConsoleEndpoint
 from rmqproto.dledger.config import DLedgerConfig, DLedgerConfigError
 from rmqproto.dledger.server import DLedgerServer
 from rmqproto.metrics.dledger import DLedgerCollector
@@ -43,7 +44,8 @@ class Options(usage.Options):
     optParameters = [["config-file", "c", None,
                       "properties file with DLedgerConfig property names, read first"],
                      ["metricsPort", None, 0,
-                      "port serving Prometheus metrics at /metrics (0: off)", int]]
+                      "port serving Prometheus metrics at /metrics (0: off)", int],
+                     ["consolePort", None, 0, "port serving the web console (0: off)", int]]
     optParameters += [[name, short, None, "%s [default: %s]" % (doc, getattr(DLedgerConfig, prop))]
                       for name, short, prop, doc in _OPTIONS]
     optFlags = [["enable-batch-push", None, "push entries to followers in batches "
@@ -89,7 +91,7 @@ def _typed(values):
 class DLedgerService(StartsCleanly, service.MultiService):
     """A :class:`DLedgerServer` served on its own address of ``peers``."""
 
-    def __init__(self, config, reactor=None, metrics_port=0):
+    def __init__(self, config, reactor=None, metrics_port=0, console_port=0):
         super().__init__()
         if reactor is None:
             from twisted.internet import reactor
@@ -106,6 +108,10 @@ class DLedgerService(StartsCleanly, service.MultiService):
                                              member)],
             _interface(host), reactor)
         self.metrics.attach(self)
+        self.console = ConsoleEndpoint(console_port, reactor, _interface(host),
+                                       dledger_groups={config.group: config.peers},
+                                       local_members=[self.server])
+        self.console.attach(self)
 
     def advice(self, error):
         return ("give this member its own address in --peers (its entry %s=%s)"
@@ -132,4 +138,5 @@ def _interface(host):
 
 def makeService(options):
     eventloop.install_default()
-    return DLedgerService(options.config, metrics_port=options["metricsPort"])
+    return DLedgerService(options.config, metrics_port=options["metricsPort"],
+                          console_port=options["consolePort"])

@@ -22,6 +22,7 @@ from twisted.logger import Logger
 from rmqproto import eventloop
 from rmqproto.broker.config import SETTINGS as BROKER_SETTINGS, apply_startup_rules
 from rmqproto.config import ConfigError, Setting, Settings, in_range
+from rmqproto.console.web import CONSOLE_PORT, broker_console, console_setting
 from rmqproto.metrics.endpoint import METRICS_PORT, MetricsEndpoint, metrics_setting
 from rmqproto.services import namesrv
 from rmqproto.services.broker import BrokerService
@@ -52,6 +53,7 @@ SETTINGS = Settings(
             choices=("ASYNC_FLUSH", "SYNC_FLUSH")),
     Setting("slaveReadEnable", False, "let consumers read from the slave"),
     metrics_setting(METRICS_PORT),  # all three services' figures (docs/observability.md)
+    console_setting(CONSOLE_PORT),  # the cluster's web console (docs/observability.md)
 )
 
 #: Broker settings the cluster sets for each broker itself, and how.
@@ -64,6 +66,7 @@ PER_BROKER = {
     "storePathRootDir": "dataDir/master and dataDir/slave",
     "storePathCommitLog": "the commitlog folder of each broker's store",
     "metricsPort": "one endpoint serves the three services, on rmq-local's own metricsPort",
+    "consolePort": "one console shows the cluster, on rmq-local's own consolePort",
 }
 
 
@@ -91,6 +94,7 @@ def broker_configs(local, shared=None):
         root = os.path.join(local["dataDir"], directory)
         configs.append(apply_startup_rules(dict(
             values, brokerRole=role, brokerId=broker_id, listenPort=port, metricsPort=0,
+            consolePort=0,
             storePathRootDir=root,
             storePathCommitLog=os.path.join(root, "commitlog"))))
     return configs
@@ -128,6 +132,9 @@ class LocalCluster(StartsCleanly, service.MultiService):
                                    for collector in child.metric_collectors()],
             local["bindAddress"], reactor)
         self.metrics.attach(self)
+        self.console = broker_console(
+            dict(master_config, consolePort=local["consolePort"]), self.master.controller,
+            reactor, lambda: "%s:%d" % (local["brokerIP1"], self.namesrv.port))
 
     @defer.inlineCallbacks
     def stopService(self):
@@ -136,6 +143,8 @@ class LocalCluster(StartsCleanly, service.MultiService):
         service.Service.stopService(self)
         if self.metrics.service is not None:
             yield self.metrics.service.stopService()
+        if self.console.poller is not None:
+            yield self.console.stopService()
         for child in (self.slave, self.master, self.namesrv):
             yield child.reactor.call(child.stopService)
 
@@ -153,10 +162,15 @@ class LocalCluster(StartsCleanly, service.MultiService):
             child.reactor.call(child.startService)
         if self.metrics.service is not None:
             self.metrics.service.startService()
+        if self.console.poller is not None:
+            self.console.startService()
         log.info("local cluster up: NameServer {ip}:{ns}, {role} {ip}:{master}, SLAVE {ip}:{slave}, "
                  "data under {data}", ip=self.local["brokerIP1"], ns=self.namesrv.port,
                  role=self.local["brokerRole"], master=self.master.port, slave=self.slave.port,
                  data=self.local["dataDir"])
+        if self.local["consolePort"]:
+            log.info("console at http://{ip}:{port}/", ip=self.local["bindAddress"],
+                     port=self.local["consolePort"])
         if self.local["metricsPort"]:
             log.info("metrics at http://{ip}:{port}/metrics", ip=self.local["bindAddress"],
                      port=self.local["metricsPort"])
@@ -167,7 +181,7 @@ Options = SETTINGS.options(
     "a SYNC_MASTER on 10911 and its slave on 10921, data under ~/rmqproto-local. -c also takes "
     "any broker setting (an existing broker.conf), for both brokers; the settings rmq-local "
     "sets for each broker itself (brokerId, storePathRootDir, namesrvAddr, ...) are not used, "
-    "with a warning for each. Metrics at :5557/metrics.")
+    "with a warning for each. Metrics at :5557/metrics, the web console at :8082.")
 
 
 def makeService(options):

@@ -14,6 +14,7 @@ from twisted.logger import Logger
 
 from rmqproto import eventloop
 from rmqproto.config import Setting, Settings, at_least, dump_properties, in_range
+from rmqproto.console.web import ConsoleEndpoint, console_setting
 from rmqproto.metrics.endpoint import MetricsEndpoint, metrics_setting
 from rmqproto.metrics.remoting import NameServerCollector, RemotingCollector
 from rmqproto.namesrv.kvconfig import KVConfig
@@ -48,6 +49,7 @@ SETTINGS = Settings(
     *SERVER_SETTINGS.by_name.values(),
     *TLS_SERVER_SETTINGS.by_name.values(),
     metrics_setting(),  # docs/observability.md
+    console_setting(),  # docs/observability.md
 )
 
 
@@ -79,6 +81,10 @@ class NameServerService(StartsCleanly, service.MultiService):
         self.metrics = MetricsEndpoint(config["metricsPort"], self.metric_collectors(),
                                        config["bindAddress"], reactor)
         self.metrics.attach(self)
+        #: the web console on ``consolePort`` (docs/observability.md)
+        self.console = ConsoleEndpoint(config["consolePort"], reactor, config["bindAddress"],
+                                       namesrv_addr=lambda: "127.0.0.1:%d" % self.port)
+        self.console.attach(self)
         self.scan = task.LoopingCall(self.scan_not_active_brokers)
         self.scan.clock = reactor
         self.idle = task.LoopingCall(self.close_idle_connections)

@@ -297,7 +297,7 @@ def test_fixed_round_robin_and_fewest_connections():
     with pytest.raises(ClientError, match="unknown nameServerStrategy"):
         make_strategy("nearest", ["n1"], random.Random())
     with pytest.raises(ClientError, match="No name server address"):
-        make_core(namesrvAddr="")
+        next(make_core(namesrvAddr="").ask_nameserver(None, NOW))
 
 
 def test_a_strategy_of_ones_own_can_be_plugged_in():

@@ -39,7 +39,7 @@ def broker_addrs(namesrv_addr):
 def local(tmp_path):
     """``twistd -n rmq-local`` on free ports with its data under ``tmp_path / "data"``."""
     base = free_port(14)  # the master's port and HA port, the slave's (+10, +11), the NameServer
-    ports = dict(listenPort=base + 2, namesrvPort=base + 6, metricsPort=0)
+    ports = dict(listenPort=base + 2, namesrvPort=base + 6, metricsPort=0, consolePort=0)
     conf = tmp_path / "broker.conf"
     conf.write_text("mappedFileSizeCommitLog=%d\nmappedFileSizeConsumeQueue=6000\n" % SEGMENT)
     daemon = Daemon(tmp_path, "rmq-local", "--dataDir", tmp_path / "data", "-c", conf,

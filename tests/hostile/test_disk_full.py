@@ -100,7 +100,7 @@ def test_rmq_local_keeps_its_three_services_on_a_full_disk(tmp_path):
                         "cleanFileForciblyEnable=false\n" % (SEGMENT, CQ_FILE_SIZE))
         local = run.daemon("rmq-local", "--dataDir", disk / "data", "-c", conf,
                            "--listenPort=%d" % (base + 2), "--namesrvPort=%d" % (base + 6),
-                           "--metricsPort=0", port=base + 6)
+                           "--metricsPort=0", "--consolePort=0", port=base + 6)
         wait_until(lambda: runtime_info(master_addr).get("inSyncSlaveNums") == "1",
                    timeout=60)
         sender = run.sender(master_addr, "DiskTopic")

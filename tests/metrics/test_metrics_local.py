@@ -24,7 +24,7 @@ TOPIC, GROUP = "MetricsTopic", "MetricsGroup"
 def local(tmp_path):
     # master: VIP base, base + 2, HA + 3; NameServer + 6; metrics + 8; slave: + 10 to + 13
     base = free_port(14)
-    ports = dict(listenPort=base + 2, namesrvPort=base + 6, metricsPort=base + 8)
+    ports = dict(listenPort=base + 2, namesrvPort=base + 6, metricsPort=base + 8, consolePort=0)
     conf = tmp_path / "broker.conf"
     conf.write_text("mappedFileSizeCommitLog=%d\nmappedFileSizeConsumeQueue=6000\n" % (4 << 20))
     daemon = Daemon(tmp_path, "rmq-local", "--dataDir", tmp_path / "data", "-c", conf,

@@ -33,10 +33,11 @@ def rpc(addr, code, request, response_class, timeout=5.0):
 class Group:
     """Members ``ids`` as separate processes under ``workdir`` (ports picked free): ours
     (``twistd -n rmq-dledger``), and the real DLedger 0.3.1.2 for the ids in ``java``.
-    With ``metrics``, ours serve ``/metrics`` on the ports of :attr:`metrics_ports`."""
+    With ``metrics``, ours serve ``/metrics`` on the ports of :attr:`metrics_ports`; with
+    ``console``, the web console on those of :attr:`console_ports`."""
 
     def __init__(self, workdir, ids=("n0", "n1", "n2"), group="g", ports=None, java=(),
-                 metrics=False, **settings):
+                 metrics=False, console=False, **settings):
         self.workdir = Path(workdir)
         self.ids = list(ids)
         self.java = set(java)
@@ -46,6 +47,8 @@ class Group:
         self.settings = settings
         self.metrics_ports = ({m: free_port() for m in self.ids if m not in self.java}
                               if metrics else {})
+        self.console_ports = ({m: free_port() for m in self.ids if m not in self.java}
+                              if console else {})
         self.daemons = {}
 
     def addr(self, member):
@@ -63,6 +66,8 @@ class Group:
         conf = base / "dledger.properties"
         conf.write_text("".join("%s=%s\n" % item for item in self.settings.items()))
         metrics = ("--metricsPort", self.metrics_ports[member]) if self.metrics_ports else ()
+        if self.console_ports:
+            metrics += ("--consolePort", self.console_ports[member])
         self.daemons[member] = Daemon(
             base, "rmq-dledger", "-c", conf, "--group", self.group, "--id", member,
             "--peers", self.peers_of(member), "--store-base-dir", base, *metrics,

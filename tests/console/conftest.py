@@ -1,0 +1,1 @@
+from support.browser import console_browser  # noqa: F401 (a fixture)
