@@ -1,8 +1,9 @@
 """``mqadmin`` 4.9.8 and 5.3.3 against our broker and the Java 4.9.7 broker, started with the
 same settings in one cluster: ``getBrokerConfig`` / ``updateBrokerConfig``,
 ``producerConnection``, ``producer``, ``deleteSubGroup``, ``deleteTopic``,
-``getConsumerStatus`` and ``resetOffsetByTime`` (with a live push consumer of the tool's own
-client version), ``queryCq`` and ``cleanExpiredCQ`` give the same answers from both.
+``resetOffsetByTime`` (with a live push consumer of the tool's own client version, which both
+brokers also ask for its offsets: INVOKE_BROKER_TO_GET_CONSUMER_STATUS), ``queryCq`` and
+``cleanExpiredCQ`` give the same answers from both.
 
 Every test runs once per tool version on the one cluster of the module, with names of its
 own; each tool's commands of a test run in one JVM (``JavaPeers.mqadmin_batch``).
@@ -14,8 +15,9 @@ import time
 import pytest
 
 from brokerkit import DaemonCluster
-from rmqproto.codec.bodies.client import HeartbeatData, ProducerData
-from rmqproto.codec.bodies.offsets import ConsumerOffsetSerializeWrapper
+from rmqproto.codec import headers as h
+from rmqproto.codec.bodies.client import HeartbeatData, MessageQueue, ProducerData
+from rmqproto.codec.bodies.offsets import ConsumerOffsetSerializeWrapper, GetConsumerStatusBody
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.config import parse_properties
 from support.hapair import send_statuses
@@ -154,19 +156,21 @@ def test_reset_offset_by_time_tells_the_live_consumer(both, tool):
         assert stored(addr, topic) == 12
         wait_until(lambda t=topic: deliveries(cluster, "consumer-" + t) >= 12, timeout=60)
         wait_until(lambda a=addr, t=topic: committed(a, "G_" + t, t), timeout=30)
-    commands = []
-    for name in brokers:
+    for name, addr in brokers.items():
+        # INVOKE_BROKER_TO_GET_CONSUMER_STATUS (no mqadmin command registers it): the
+        # consumer's own offsets, which the broker asks it for: all 12 consumed
         topic = "Reset_%s%s" % (name, sfx)
-        commands += [["getConsumerStatus", "-g", "G_" + topic, "-t", topic],
-                     ["resetOffsetByTime", "-g", "G_" + topic, "-t", topic, "-s", start,
-                      "-f", "true"]]
-    outs = mqadmin(cluster, tool, *commands)
-    for (name, broker_name), status in zip((("ours", "broker-a"), ("java", "broker-java")),
-                                           outs[::2]):
-        # the consumer's own offsets, which the broker asked it for: all 12 consumed
-        found = re.findall(r"^\S+@\S+\s+(\S+)\s+(\d)\s+(\d+)\s*$", status, re.M)
-        assert sorted(found) == [(broker_name, str(q), "3") for q in range(QUEUES)], status
-    for out in outs[1::2]:  # 4.9.8 and 5.3.3 say it each their way, then list the queues
+        header = h.GetConsumerStatusRequestHeader(topic=topic, group="G_" + topic)
+        answer = call(addr, RC.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, header.to_ext_fields())
+        assert answer.code == R.SUCCESS, answer.remark
+        [(client, offsets)] = GetConsumerStatusBody.from_json(answer.body).consumer_table.items()
+        assert "@" in client and offsets == {
+            MessageQueue(topic, {"ours": "broker-a", "java": "broker-java"}[name], q): 3
+            for q in range(QUEUES)}, (name, offsets)
+    outs = mqadmin(cluster, tool, *(
+        ["resetOffsetByTime", "-g", "G_Reset_%s%s" % (name, sfx), "-t", "Reset_%s%s" % (name, sfx),
+         "-s", start, "-f", "true"] for name in brokers))
+    for out in outs:  # 4.9.8 and 5.3.3 say it each their way, then list the queues
         assert re.search(r"(rollback|reset) consumer offset by specified", out), out
         assert "#brokerName" in out, out
     for name in brokers:  # every message once more
