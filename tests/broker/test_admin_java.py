@@ -3,7 +3,8 @@ same settings in one cluster: ``getBrokerConfig`` / ``updateBrokerConfig``,
 ``producerConnection``, ``producer``, ``deleteSubGroup``, ``deleteTopic``,
 ``resetOffsetByTime`` (with a live push consumer of the tool's own client version, which both
 brokers also ask for its offsets: INVOKE_BROKER_TO_GET_CONSUMER_STATUS), ``queryCq`` and
-``cleanExpiredCQ`` give the same answers from both.
+``cleanExpiredCQ`` give the same answers from both; so do QUERY_CONSUME_TIME_SPAN and
+INVOKE_BROKER_TO_GET_CONSUMER_STATUS, which no mqadmin command sends, asked directly.
 
 Every test runs once per tool version on the one cluster of the module, with names of its
 own; each tool's commands of a test run in one JVM (``JavaPeers.mqadmin_batch``).
@@ -18,6 +19,7 @@ from brokerkit import DaemonCluster
 from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.client import HeartbeatData, MessageQueue, ProducerData
 from rmqproto.codec.bodies.offsets import ConsumerOffsetSerializeWrapper, GetConsumerStatusBody
+from rmqproto.codec.bodies.stats import QueryConsumeTimeSpanBody
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.config import parse_properties
 from support.hapair import send_statuses
@@ -33,6 +35,7 @@ DIFFERENT = {"listenPort", "haListenPort", "namesrvAddr", "storePathRootDir", "s
 SHARED = dict(brokerClusterName="DefaultCluster", brokerIP1="127.0.0.1", brokerIP2="127.0.0.1",
               mappedFileSizeCommitLog=16 * 1024 * 1024, mappedFileSizeConsumeQueue=6000)
 QUEUES = 4
+BROKER_NAMES = {"ours": "broker-a", "java": "broker-java"}
 #: Each tool version, with the suffix of the names its runs use.
 TOOLS = {"4.9.8": "", "5.3.3": "5"}
 
@@ -165,7 +168,7 @@ def test_reset_offset_by_time_tells_the_live_consumer(both, tool):
         assert answer.code == R.SUCCESS, answer.remark
         [(client, offsets)] = GetConsumerStatusBody.from_json(answer.body).consumer_table.items()
         assert "@" in client and offsets == {
-            MessageQueue(topic, {"ours": "broker-a", "java": "broker-java"}[name], q): 3
+            MessageQueue(topic, BROKER_NAMES[name], q): 3
             for q in range(QUEUES)}, (name, offsets)
     outs = mqadmin(cluster, tool, *(
         ["resetOffsetByTime", "-g", "G_Reset_%s%s" % (name, sfx), "-t", "Reset_%s%s" % (name, sfx),
@@ -214,8 +217,22 @@ def test_query_consume_queue_and_clean_expired_cq(both, tool):
     for out in answers[2::3]:
         assert out.strip() == "success", out
     for name, addr in brokers.items():
-        answer = call(addr, RC.GET_MAX_OFFSET, {"topic": "Cq_%s%s" % (name, sfx), "queueId": "0"})
+        topic = "Cq_%s%s" % (name, sfx)
+        answer = call(addr, RC.GET_MAX_OFFSET, {"topic": topic, "queueId": "0"})
         assert answer.ext_fields["offset"] == "3"
+        # QUERY_CONSUME_TIME_SPAN (no mqadmin command): nothing consumed, so the consumed time
+        # is the first message's, and the next (the first) has waited since it was stored
+        answer = call(addr, RC.QUERY_CONSUME_TIME_SPAN, h.QueryConsumeTimeSpanRequestHeader(
+            topic=topic, group="G_offline").to_ext_fields())
+        assert answer.code == R.SUCCESS, answer.remark
+        [span] = QueryConsumeTimeSpanBody.from_json(answer.body).consume_time_span_set
+        assert span.message_queue == MessageQueue(topic, BROKER_NAMES[name], 0)
+        assert 0 < span.min_time_stamp <= span.max_time_stamp
+        assert span.consume_time_stamp == span.min_time_stamp and span.delay_time > 0
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d#\d\d:\d\d:\d\d:\d{3}", span.min_time_stamp_str)
+        missing = call(addr, RC.QUERY_CONSUME_TIME_SPAN, h.QueryConsumeTimeSpanRequestHeader(
+            topic="Cq_none", group="G_offline").to_ext_fields())
+        assert (missing.code, missing.remark) == (R.TOPIC_NOT_EXIST, "topic[Cq_none] not exist")
 
 
 def test_get_and_update_broker_config(both, tool):

@@ -9,7 +9,8 @@ transactional messages to each of its two topics: COMMIT and ROLLBACK at once, a
 with COMMIT, ROLLBACK and UNKNOW (every time). A push consumer of each topic must get the
 same messages with the same properties from both, each check-back must have come, the
 always-unknown message exactly ``transactionCheckMax`` times before both brokers moved it
-to ``TRANS_CHECK_MAX_TIME_TOPIC``.
+to ``TRANS_CHECK_MAX_TIME_TOPIC``; RESUME_CHECK_HALF_MESSAGE puts it back in the half topic on
+both.
 """
 
 import collections
@@ -20,6 +21,7 @@ import pytest
 from rmqproto.broker.transaction.records import CHECK_GROUP
 from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
+from rmqproto.codec.message import create_message_id, iter_records
 from support.daemons import start_nameserver
 from support.interop import java_available
 from support.javapeers import JavaPeers, broker_port
@@ -123,6 +125,25 @@ def test_java_transaction_producers_same_outcome_on_both_brokers(brokers):
         assert (max_offset(addr, HALF), max_offset(addr, OP)) == (9 * clients, 4 * clients), name
         wait_until(lambda a=addr: (checked(a, HALF), checked(a, OP))
                    == (9 * clients, 4 * clients), timeout=10)
+    # RESUME_CHECK_HALF_MESSAGE: a discarded message goes back to the half topic, its check
+    # count at 0, on both
+    for name, addr in addrs.items():
+        discarded = query_message(addr, "TRANS_CHECK_MAX_TIME_TOPIC", "key-check-unknown")[0]
+        msg_id = create_message_id(discarded.store_host, discarded.commit_log_offset)
+        answer = call(addr, RC.RESUME_CHECK_HALF_MESSAGE, {"msgId": msg_id})
+        assert (answer.code, answer.remark) == (R.SUCCESS, None), name
+        [resumed] = [r for r in query_message(addr, HALF, "key-check-unknown")
+                     if r.properties.get("TRANSACTION_CHECK_TIMES") == "0"
+                     and r.commit_log_offset > discarded.commit_log_offset]
+        assert (resumed.body, resumed.queue_id) == (discarded.body, 0), name
+        assert resumed.properties["REAL_TOPIC"] == discarded.properties["REAL_TOPIC"], name
+
+
+def query_message(addr, topic, key):
+    answer = call(addr, RC.QUERY_MESSAGE, {"topic": topic, "key": key, "maxNum": "32",
+                                           "beginTimestamp": "0", "endTimestamp": str(2 ** 62)})
+    assert answer.code == R.SUCCESS, answer.remark
+    return sorted(iter_records(answer.body), key=lambda r: r.commit_log_offset)
 
 
 def checked(addr, topic):
