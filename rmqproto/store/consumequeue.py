@@ -127,6 +127,18 @@ class ConsumeQueue:
     def min_offset_in_queue(self):
         return self.min_logic_offset // CQ_STORE_UNIT_SIZE
 
+    def last_offset(self):
+        """``getLastOffset``: the end (offset + size) in the commit log of the last unit of
+        the last file, -1 when that file holds none."""
+        mapped = self.queue.last_file
+        if mapped is None:
+            return -1
+        unit = mapped.read(max(mapped.wrote_position - CQ_STORE_UNIT_SIZE, 0), CQ_STORE_UNIT_SIZE)
+        if unit is None:
+            return -1
+        offset, size, _ = _UNIT.unpack_from(unit)
+        return offset + size if offset >= 0 and size > 0 else -1
+
     def roll_next_file(self, index):
         """``rollNextFile``: the first logical offset of the next file."""
         units = self.file_size // CQ_STORE_UNIT_SIZE
@@ -270,6 +282,14 @@ class ConsumeQueue:
         if not data or len(data) < CQ_STORE_UNIT_SIZE:
             return None
         return _UNIT.unpack_from(data)
+
+    def units_from(self, index, count):
+        """Up to ``count`` units ``(commit-log offset, size, tags code)`` from logical offset
+        ``index`` to the end of its file, or None when that offset is not there."""
+        data = self.get_index_buffer(index, max(count, 0) * CQ_STORE_UNIT_SIZE)
+        if data is None:
+            return None
+        return list(_UNIT.iter_unpack(data[:len(data) - len(data) % CQ_STORE_UNIT_SIZE]))
 
     def _file_by_time(self, timestamp, store_time):
         """The first file whose last message was stored at or after ``timestamp``, else the

@@ -1097,13 +1097,53 @@ class DefaultMessageStore:
         doomed = [topic for topic in self.consume_queue_table
                   if topic not in topics and topic not in _KEPT_TOPICS]
         for topic in doomed:
-            for queue_id, cq in self.consume_queue_table.pop(topic).items():
-                cq.destroy()
-                self.commit_log.topic_queue_table.pop((topic, queue_id), None)
-                _remove_empty_dir(os.path.join(self.paths["consumequeue"], topic, str(queue_id)))
-            _remove_empty_dir(os.path.join(self.paths["consumequeue"], topic))
+            for queue_id in list(self.consume_queue_table[topic]):
+                self._destroy_consume_queue(topic, queue_id)
             log.info("cleanUnusedTopic: the consume queues of {topic} are deleted", topic=topic)
         return len(doomed)
+
+    @_dispatched_first
+    def query_consume_queue(self, topic, queue_id, index, count):
+        """A look into one queue (QUERY_CONSUME_QUEUE): None when the store has no such queue,
+        else ``(min offset, max offset, units)``; ``units`` are up to ``count`` ``(commit-log
+        offset, size, tags code)`` from logical offset ``index`` to the end of its file, None
+        when ``index`` is not in the queue (``ConsumeQueue#getIndexBuffer``)."""
+        cq = self._consume_queue(topic, queue_id, create=False)
+        if cq is None:
+            return None
+        return cq.min_offset_in_queue, cq.max_offset_in_queue, cq.units_from(index, count)
+
+    @_dispatched_first
+    def clean_expired_consumer_queue(self):
+        """``cleanExpiredConsumerQueue``: destroy every queue (but the schedule topic's) whose
+        last unit points below the commit log's min offset, as their messages are gone, and
+        forget their queue offsets. The number of queues destroyed."""
+        min_offset = self.commit_log.min_offset
+        destroyed = 0
+        for topic in [t for t in self.consume_queue_table if t != SCHEDULE_TOPIC]:
+            for queue_id, cq in list(self.consume_queue_table[topic].items()):
+                last = cq.last_offset()
+                if last == -1:
+                    log.warn("maybe consume queue {topic}-{queue_id} was created just now",
+                             topic=topic, queue_id=queue_id)
+                elif last < min_offset:
+                    log.info("cleanExpiredConsumerQueue: {topic} {queue_id} destroyed, min "
+                             "commit-log offset {min}, its last {last}", topic=topic,
+                             queue_id=queue_id, min=min_offset, last=last)
+                    self._destroy_consume_queue(topic, queue_id)
+                    destroyed += 1
+        return destroyed
+
+    def _destroy_consume_queue(self, topic, queue_id):
+        """Delete one queue's files and its directory, and forget its next queue offset; the
+        topic is forgotten with its last queue."""
+        queues = self.consume_queue_table[topic]
+        queues.pop(queue_id).destroy()
+        self.commit_log.topic_queue_table.pop((topic, queue_id), None)
+        _remove_empty_dir(os.path.join(self.paths["consumequeue"], topic, str(queue_id)))
+        if not queues:
+            del self.consume_queue_table[topic]
+            _remove_empty_dir(os.path.join(self.paths["consumequeue"], topic))
 
     def runtime_info(self):
         now = self.now()

@@ -108,6 +108,15 @@ class IMessageStore(Interface):
         """Delete the consume queues of the topics not in ``topics`` (DELETE_TOPIC_IN_BROKER);
         the number of topics cleaned."""
 
+    def clean_expired_consumer_queue():
+        """Destroy the consume queues (but the schedule topic's) whose messages are all below
+        the commit log's min offset (CLEAN_EXPIRED_CONSUMEQUEUE); the number destroyed."""
+
+    def query_consume_queue(topic, queue_id, index, count):
+        """QUERY_CONSUME_QUEUE's look into one queue: None when there is no such queue, else
+        ``(min offset, max offset, units)``, ``units`` up to ``count`` ``(commit-log offset,
+        size, tags code)`` from logical offset ``index`` (None when it is not there)."""
+
     def runtime_info():
         """Java's ``getRuntimeInfo`` key/value table (strings), for GET_BROKER_RUNTIME_INFO."""
 

@@ -1,5 +1,6 @@
 """GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY passed on to the consumer and its
-answer relayed (``AdminBrokerProcessor#callConsumer``), on a fake clock."""
+answer relayed (``AdminBrokerProcessor#callConsumer``), and INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+gathering every consumer's offsets (``Broker2Client#getConsumeStatus``), on a fake clock."""
 
 import pytest
 from consume_support import Connection, Controller, result_of
@@ -8,7 +9,10 @@ from twisted.internet.defer import Deferred, succeed
 
 from rmqproto.broker.processors.callconsumer import ConsumerCallProcessor
 from rmqproto.codec import headers as h
-from rmqproto.codec.bodies.client import ConsumerData, ConsumeType, HeartbeatData, MessageModel
+from rmqproto.codec.bodies.client import (
+    ConsumerData, ConsumeType, HeartbeatData, MessageModel, MessageQueue,
+)
+from rmqproto.codec.bodies.offsets import GetConsumerStatusBody
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.codec.frame import FLAG_RESPONSE, RemotingCommand
 from rmqproto.codec.message import decode_record
@@ -36,8 +40,8 @@ def broker(tmp_path):
     return broker
 
 
-def join(broker, connection, version=409):
-    beat = HeartbeatData("client-1", [], [ConsumerData("g", ConsumeType.CONSUME_PASSIVELY,
+def join(broker, connection, version=409, client_id="client-1"):
+    beat = HeartbeatData(client_id, [], [ConsumerData("g", ConsumeType.CONSUME_PASSIVELY,
                                                        MessageModel.CLUSTERING)])
     assert broker.call(RC.HEART_BEAT, body=beat.to_json(), connection=connection,
                        version=version).code == R.SUCCESS
@@ -89,3 +93,48 @@ def test_consume_message_directly_sends_the_stored_message(broker):
     [(forwarded, _)] = consumer.requests
     assert decode_record(forwarded.body, 0).body == b"again"
     assert forwarded.ext_fields["brokerName"] == "broker-a"
+
+
+def status_answer(*offsets):
+    table = {MessageQueue("T", "broker-a", q): offset for q, offset in enumerate(offsets)}
+    return succeed(RemotingCommand(0, flag=FLAG_RESPONSE, body=GetConsumerStatusBody(
+        message_queue_table=table).to_json()))
+
+
+def consumer_status(broker, client=None):
+    header = h.GetConsumerStatusRequestHeader(topic="T", group="g", client_addr=client)
+    answer = broker.call(RC.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, header)
+    return answer if isinstance(answer, RemotingCommand) else result_of(answer)
+
+
+def test_consumer_status_gathers_each_consumers_offsets(broker):
+    first, second = Consumer(status_answer(3, 4)), Consumer(status_answer(5))
+    second.peer = "127.0.0.1:50002"
+    silent = Consumer(Deferred())
+    silent.answer.errback(RemotingTimeoutError("wait response timeout 5000ms"))
+    silent.peer = "127.0.0.1:50003"
+    for client, connection in (("client-1", first), ("client-2", second), ("client-3", silent)):
+        join(broker, connection, client_id=client)
+    answer = consumer_status(broker)
+    assert answer.code == R.SUCCESS
+    table = GetConsumerStatusBody.from_json(answer.body).consumer_table
+    assert table == {"client-1": {MessageQueue("T", "broker-a", 0): 3,
+                                  MessageQueue("T", "broker-a", 1): 4},
+                     "client-2": {MessageQueue("T", "broker-a", 0): 5}}
+    [(asked, timeout)] = first.requests
+    assert (asked.code, asked.ext_fields, timeout) == (
+        RC.GET_CONSUMER_STATUS_FROM_CLIENT, {"topic": "T", "group": "g"}, 5.0)
+    # only the client named
+    second.answer = status_answer(5)
+    only = GetConsumerStatusBody.from_json(consumer_status(broker, "client-2").body)
+    assert list(only.consumer_table) == ["client-2"] and len(first.requests) == 1
+
+
+def test_consumer_status_of_a_group_offline_or_too_old(broker):
+    answer = consumer_status(broker)
+    assert (answer.code, answer.remark) == (
+        R.SYSTEM_ERROR, "No Any Consumer online in the consumer group: [g]")
+    join(broker, Consumer(Deferred()), version=10)
+    answer = consumer_status(broker)
+    assert (answer.code, answer.remark) == (
+        R.SYSTEM_ERROR, "the client does not support this feature. version=V3_0_0_BETA7")

@@ -1,5 +1,6 @@
-"""What ``mqadmin`` asks about consumers: GET_CONSUMER_CONNECTION_LIST (``consumerConnection``,
-message tracks) and QUERY_TOPIC_CONSUME_BY_WHO (``queryMsgById``'s track of who consumed)."""
+"""What ``mqadmin`` asks about clients: GET_CONSUMER_CONNECTION_LIST (``consumerConnection``,
+message tracks), QUERY_TOPIC_CONSUME_BY_WHO (``queryMsgById``'s track of who consumed),
+GET_PRODUCER_CONNECTION_LIST (``producerConnection``) and GET_ALL_PRODUCER_INFO (``producer``)."""
 
 from consume_support import Connection, Controller
 from test_clients import heartbeat
@@ -7,6 +8,7 @@ from test_clients import heartbeat
 from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.client import (
     ConsumeType, ConsumerConnection, GroupList, MessageModel, ProducerConnection,
+    ProducerTableInfo,
 )
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 
@@ -64,6 +66,22 @@ def test_producer_connection_list(tmp_path):
     missing = broker.call(RC.GET_PRODUCER_CONNECTION_LIST,
                           h.GetProducerConnectionListRequestHeader(producer_group="nobody"))
     assert (missing.code, missing.remark) == (R.SYSTEM_ERROR, "the producer group[nobody] not exist")
+
+
+def test_all_producer_info(tmp_path):
+    broker = Controller(tmp_path)
+    assert ProducerTableInfo.from_json(broker.call(RC.GET_ALL_PRODUCER_INFO).body).data == {}
+    for client, group, peer in (("P1", "pg", "10.0.0.3:1"), ("P2", "pg", "10.0.0.4:1"),
+                                ("P3", "other", "10.0.0.5:1")):
+        broker.call(RC.HEART_BEAT, body=heartbeat(client, group=None, producer=group),
+                    connection=Connection(peer))
+    response = broker.call(RC.GET_ALL_PRODUCER_INFO)
+    assert response.code == R.SUCCESS
+    data = ProducerTableInfo.from_json(response.body).data
+    assert list(data) == ["other", "pg"]  # Java's HashMap order
+    assert [(p.client_id, p.remote_ip, p.language, p.version) for p in data["pg"]] == [
+        ("P1", "/10.0.0.3:1", "JAVA", 409), ("P2", "/10.0.0.4:1", "JAVA", 409)]
+    assert data["other"][0].last_update_timestamp == broker.client_manager.now()
 
 
 def test_delete_subscription_group(tmp_path):

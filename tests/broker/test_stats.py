@@ -15,7 +15,7 @@ from rmqproto.broker.statssampler import StatsSampler
 from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.offsets import ConsumeStats
 from rmqproto.codec.bodies.route import KVTable
-from rmqproto.codec.bodies.stats import BrokerStatsData, ConsumeStatsList
+from rmqproto.codec.bodies.stats import BrokerStatsData, ConsumeStatsList, QueryConsumeTimeSpanBody
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 from rmqproto.broker.controller import BrokerController
 from brokerkit import NOW_MS, broker_config, call, make_controller
@@ -280,6 +280,35 @@ def test_consume_stats_carry_the_group_get_tps(broker):
     answer = call(broker, RC.GET_CONSUME_STATS, h.GetConsumeStatsRequestHeader(
         consumer_group="g1", topic="TopicA").to_ext_fields())
     assert ConsumeStats.from_json(answer.body).consume_tps == 0.5
+
+
+def test_consume_time_span_of_each_write_queue(broker):
+    stored = []
+    for _ in range(3):
+        send(broker, topic="TopicA", queue_id=1)
+        stored.append(broker.store.records("TopicA", 1)[-1].store_timestamp)
+        broker.reactor.advance(2)
+    broker.consumer_offset_manager.commit_offset("g1", "TopicA", 1, 1)
+    now = int(broker.reactor.seconds() * 1000)
+    answer = call(broker, RC.QUERY_CONSUME_TIME_SPAN, h.QueryConsumeTimeSpanRequestHeader(
+        topic="TopicA", group="g1").to_ext_fields())
+    assert answer.code == R.SUCCESS
+    spans = QueryConsumeTimeSpanBody.from_json(answer.body).consume_time_span_set
+    write_queues = broker.topic_config_manager.select_topic_config("TopicA").write_queue_nums
+    assert [s.message_queue.queue_id for s in spans] == list(range(write_queues))
+    one = spans[1]
+    assert (one.min_time_stamp, one.max_time_stamp, one.consume_time_stamp, one.delay_time) == (
+        stored[0], stored[2], stored[0], now - stored[1])
+    assert one.message_queue.broker_name == "broker-a"
+    assert one.min_time_stamp_str.count("#") == 1 and one.min_time_stamp_str.endswith(
+        ":%03d" % (stored[0] % 1000))
+    # an empty queue: no times (-1), and Java's delay from a store time of -1
+    empty = spans[0]
+    assert (empty.min_time_stamp, empty.max_time_stamp, empty.consume_time_stamp,
+            empty.delay_time) == (-1, -1, -1, now + 1)
+    missing = call(broker, RC.QUERY_CONSUME_TIME_SPAN, h.QueryConsumeTimeSpanRequestHeader(
+        topic="Nope", group="g1").to_ext_fields())
+    assert (missing.code, missing.remark) == (R.TOPIC_NOT_EXIST, "topic[Nope] not exist")
 
 
 # ---------------------------------------------------------------- the counting paths

@@ -1,8 +1,9 @@
 """Broker statistics against the Java 4.9.7 broker: our broker and a Java broker in one cluster
 each get a topic of their own, the Java client sends to and consumes each the same way, and
-``mqadmin`` (4.9.8) ``statsAll``, ``clusterList`` (with and without ``-m``),
-``brokerConsumeStats`` and ``consumerProgress`` answer alike for both: the same counts, TPS
-of the same shape (they depend on timing, so are compared loosely)."""
+``mqadmin`` 4.9.8 ``statsAll``, ``clusterList`` (with and without ``-m``),
+``brokerConsumeStats``, ``consumerProgress`` and ``topicStatus``, and ``mqadmin`` 5.3.3 ``statsAll`` and
+``clusterList`` (with and without ``-m``, in one JVM beside them) answer alike for both: the
+same counts, TPS of the same shape (they depend on timing, so are compared loosely)."""
 
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -91,20 +92,34 @@ def test_stats_commands_answer_as_java(both):
     commands.update({"progress_" + side: ("consumerProgress", "-g", "G_" + side) for side in addrs})
     commands.update({"totals": ("clusterList", "-m"), "tps": ("clusterList",)})
     commands.update({side: ("brokerConsumeStats", "-b", addr) for side, addr in addrs.items()})
+    five = [[*command, "-n", namesrv] for command in
+            (("statsAll", "-a"), ("clusterList", "-m"), ("clusterList",))]
+    status = [["topicStatus", "-t", "Stats_" + side, "-n", namesrv] for side in addrs]
     with ThreadPoolExecutor(2) as pool:
+        batch5 = pool.submit(peers.mqadmin5_batch, *five)  # first: it reads the minute too
         runs = {name: pool.submit(peers.mqadmin, command[0], "-n", namesrv, *command[1:])
                 for name, command in commands.items()}
+        topic_status = pool.submit(peers.mqadmin_batch, *status)
     outs = {name: run.result() for name, run in runs.items()}
+    outs5 = dict(zip(("statsAll", "totals", "tps"), batch5.result()))
+
+    # topicStatus (4.9.8; 5.3.3's fails against Java 4.9.7: test_rocketmq5_java.py): each
+    # queue's min and max offsets, two messages a queue on both
+    for (side, broker_name), out in zip((("ours", "broker-a"), ("java", "broker-java")),
+                                        topic_status.result()):
+        lines = sorted(rows(out, broker_name), key=lambda line: int(line[1]))
+        assert [line[1:4] for line in lines] == [
+            [str(q), "0", str(COUNT // 4)] for q in range(4)], out
 
     # statsAll: topic, group, accumulation, in TPS, out TPS, in and out messages of 24 h
-    out = outs["statsAll"]
-    stats = {side: rows(out, "Stats_" + side) for side in addrs}
-    for side, lines in stats.items():
-        assert len(lines) == 1, out
-        (topic, group, accumulation, in_tps, out_tps, in_day, out_day), = lines
-        assert (group, accumulation, in_day, out_day) == (
-            "G_" + side, "0", str(COUNT), str(COUNT)), out
-        assert 0 < float(in_tps) <= COUNT and 0 < float(out_tps) <= COUNT, out
+    for out in (outs["statsAll"], outs5["statsAll"]):
+        stats = {side: rows(out, "Stats_" + side) for side in addrs}
+        for side, lines in stats.items():
+            assert len(lines) == 1, out
+            (topic, group, accumulation, in_tps, out_tps, in_day, out_day), = lines
+            assert (group, accumulation, in_day, out_day) == (
+                "G_" + side, "0", str(COUNT), str(COUNT)), out
+            assert 0 < float(in_tps) <= COUNT and 0 < float(out_tps) <= COUNT, out
 
     # consumerProgress: the group's get TPS of the last minute (consumeTps)
     for side in addrs:
@@ -114,18 +129,24 @@ def test_stats_commands_answer_as_java(both):
         assert re.search(r"^Diff Total: 0$", out, re.M), out
 
     # clusterList -m: yesterday's and today's puts and gets of each broker
-    out = outs["totals"]
-    totals = {line[1]: line[2:] for line in rows(out, "DefaultCluster")}
-    assert set(totals) == {"broker-a", "broker-java"}, out
-    assert totals["broker-a"] == totals["broker-java"] == ["0", "0", str(COUNT), str(COUNT)], out
+    for out in (outs["totals"], outs5["totals"]):
+        totals = {line[1]: line[2:] for line in rows(out, "DefaultCluster")}
+        assert set(totals) == {"broker-a", "broker-java"}, out
+        assert totals["broker-a"] == totals["broker-java"] == [
+            "0", "0", str(COUNT), str(COUNT)], out
 
-    # clusterList: in and out TPS with the pools' queue figures
-    out = outs["tps"]
-    tps = {line[1]: line for line in rows(out, "DefaultCluster")}
-    assert set(tps) == {"broker-a", "broker-java"}, out
+    # clusterList: in and out TPS with the pools' queue figures (5.x: and the ack pool's,
+    # which neither has: "N")
     shape = re.compile(r"\d+\.\d\d\(\d+,\d+ms\)$")
-    for line in tps.values():
-        assert shape.match(line[5]) and shape.match(line[6]), out
+    shape5 = re.compile(r"\d+\.\d\d\(\d+,\d+ms\|N,Nms\)$")
+    for out, out_shape in ((outs["tps"], shape), (outs5["tps"], shape5)):
+        tps = {line[1]: line for line in rows(out, "DefaultCluster")}
+        assert set(tps) == {"broker-a", "broker-java"}, out
+        for line in tps.values():
+            assert shape.match(line[5]) and out_shape.match(line[6]), out
+    # 5.x: the timer figures neither broker has, and brokerActive, which neither reports
+    for line in rows(outs5["tps"], "DefaultCluster"):
+        assert line[7:10] + line[-1:] == ["0-0(0.0w,", "0.0,", "0.0)", "false"], outs5["tps"]
 
     # brokerConsumeStats: every queue of each group's topic, the same offsets
     offsets = {}

@@ -13,7 +13,7 @@ from rmqproto.broker.controller import BrokerController
 from rmqproto.broker.transaction.records import CHECK_GROUP
 from rmqproto.codec import headers as h
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
-from rmqproto.codec.message import decode_message_id, decode_record
+from rmqproto.codec.message import create_message_id, decode_message_id, decode_record
 from rmqproto.store.results import PutMessageStatus
 from rmqproto.store.defaultstore import DefaultMessageStore
 from brokerkit import NOW_MS, broker_config, call, make_controller
@@ -177,6 +177,39 @@ def test_unknown_until_the_maximum_then_discarded(broker):
     assert discarded.properties["REAL_TOPIC"] == "TopicA"
     assert DISCARDED in broker.topic_config_manager.topic_config_table
     assert offsets(broker, HALF) == 3  # the original and its two copies
+
+
+def resume(broker, msg_id):
+    return call(broker, RC.RESUME_CHECK_HALF_MESSAGE,
+                h.ResumeCheckHalfMessageRequestHeader(msg_id=msg_id).to_ext_fields())
+
+
+def test_a_discarded_message_resumed_is_checked_again(broker):
+    producer = register(broker)
+    prepare(broker)
+    for _ in range(10):
+        broker.reactor.advance(1)
+    [discarded] = broker.store.records(DISCARDED)
+    answer = resume(broker, create_message_id(discarded.store_host, discarded.commit_log_offset))
+    assert answer.code == R.SUCCESS
+    resumed = broker.store.records(HALF)[-1]
+    assert resumed.properties["TRANSACTION_CHECK_TIMES"] == "0"
+    assert (resumed.body, resumed.properties["REAL_TOPIC"]) == (b"hello", "TopicA")
+    assert resumed.born_timestamp == discarded.born_timestamp
+    broker.reactor.advance(1)
+    assert len(producer.requests) == 3  # checked once more (counted from 0 again)
+
+
+def test_resume_of_what_is_not_there(broker):
+    gone = resume(broker, create_message_id(("10.0.0.1", 10911), 10 ** 9))
+    assert (gone.code, gone.remark) == (R.SYSTEM_ERROR, "Exception was thrown when putting "
+                                        "message back to RMQ_SYS_TRANS_HALF_TOPIC.")
+    assert resume(broker, "not an id").code == R.SYSTEM_ERROR
+    half = prepare(broker)
+    broker.store.put_status = PutMessageStatus.OS_PAGECACHE_BUSY
+    refused = resume(broker, create_message_id(half.store_host, half.commit_log_offset))
+    assert (refused.code, refused.remark) == (
+        R.SYSTEM_ERROR, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
 
 
 def test_no_producer_connection_checks_again_later(broker):

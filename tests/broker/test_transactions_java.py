@@ -1,23 +1,27 @@
-"""Transactional messages from the real Java 4.9.8 ``TransactionMQProducer``, against our
-broker and a Java 4.9.7 broker at once, with the same outcome.
+"""Transactional messages from the real Java 4.9.8 and 5.3.3 ``TransactionMQProducer``,
+against our broker and a Java 4.9.7 broker at once, with the same outcome.
 
-One NameServer (ours), two brokers of one cluster: ``broker-java`` serves topic
-``TxOnJava``, ``broker-ours`` (``twistd rmq-master``) ``TxOnOurs``; both check back every
-second, after 1 s, at most twice. ``Transactions.java`` sends five transactional messages
-to each topic: COMMIT and ROLLBACK at once, and three UNKNOW answered at the check-back
+One NameServer (ours), two brokers of one cluster: ``broker-java`` serves topics
+``TxOnJava`` (the 4.9.8 client's) and ``TxOnJava5`` (the 5.3.3 client's), ``broker-ours``
+(``twistd rmq-master``) ``TxOnOurs`` and ``TxOnOurs5``; both check back every second, after
+1 s, at most twice. ``Transactions.java``, run with each client side by side, sends five
+transactional messages to each of its two topics: COMMIT and ROLLBACK at once, and three UNKNOW answered at the check-back
 with COMMIT, ROLLBACK and UNKNOW (every time). A push consumer of each topic must get the
 same messages with the same properties from both, each check-back must have come, the
 always-unknown message exactly ``transactionCheckMax`` times before both brokers moved it
-to ``TRANS_CHECK_MAX_TIME_TOPIC``.
+to ``TRANS_CHECK_MAX_TIME_TOPIC``; RESUME_CHECK_HALF_MESSAGE puts it back in the half topic on
+both.
 """
 
 import collections
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from rmqproto.broker.transaction.records import CHECK_GROUP
 from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
+from rmqproto.codec.message import create_message_id, iter_records
 from support.daemons import start_nameserver
 from support.interop import java_available
 from support.javapeers import JavaPeers, broker_port
@@ -30,6 +34,7 @@ CHECK_MAX = 2
 TRANSACTIONS = dict(transactionCheckInterval=1000, transactionTimeOut=1000,
                     transactionCheckMax=CHECK_MAX)
 TOPICS = {"java": "TxOnJava", "ours": "TxOnOurs"}
+CLIENTS = {"4.9.8": "", "5.3.3": "5"}  # a client's topics: TOPICS with this suffix
 HALF, OP = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 
 
@@ -67,45 +72,78 @@ def max_offset(addr, topic, queue_id=0):
     return int(answer.ext_fields["offset"]) if answer.code == R.SUCCESS else None
 
 
-def test_java_transaction_producer_same_outcome_on_both_brokers(brokers):
+def outcome(stdout, topic):
+    """What ``Transactions`` printed of ``topic``: its sends, check counts, the views of its
+    checks and the messages consumed, with the topic's name (also in the producer group's)
+    replaced, as it is all that differs between the brokers."""
+    lines = [[word.replace(topic, "TOPIC") for word in line.split()]
+             for line in stdout.splitlines() if line.split()[1:2] == [topic]]
+    sends = sorted(tuple(line[2:]) for line in lines if line[0] == "SEND")
+    checks = collections.Counter(line[2] for line in lines if line[0] == "CHECK")
+    # what the producer is shown on a check: the real topic and the count so far
+    check_views = sorted(tuple(line[2:]) for line in lines if line[0] == "CHECK")
+    received = sorted(tuple(line[2:]) for line in lines if line[0] == "RECEIVED")
+    return sends, checks, check_views, received
+
+
+def test_java_transaction_producers_same_outcome_on_both_brokers(brokers):
     namesrv_addr, addrs, peers = brokers
-    for name, topic in TOPICS.items():
+    topics = {(client, name): topic + suffix for client, suffix in CLIENTS.items()
+              for name, topic in TOPICS.items()}
+    for (_, name), topic in topics.items():
         create_topic(addrs[name], topic)  # one queue: REAL_QID is 0 on both
+    for topic in topics.values():
         wait_until(lambda t=topic: routed(namesrv_addr, t), timeout=30)
-    result = peers.run_client("rmqproto.peers.Transactions", namesrv_addr, CHECK_MAX, 60,
-                              *TOPICS.values())
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    outcome = {}
-    for name, topic in TOPICS.items():
-        # the topic's name (also in the producer group's) is all that differs
-        lines = [[word.replace(topic, "TOPIC") for word in line.split()]
-                 for line in result.stdout.splitlines() if line.split()[1:2] == [topic]]
-        sends = sorted(tuple(line[2:]) for line in lines if line[0] == "SEND")
-        checks = collections.Counter(line[2] for line in lines if line[0] == "CHECK")
-        # what the producer is shown on a check: the real topic and the count so far
-        check_views = sorted(tuple(line[2:]) for line in lines if line[0] == "CHECK")
-        received = sorted(tuple(line[2:]) for line in lines if line[0] == "RECEIVED")
-        outcome[name] = sends, checks, check_views, received
-    java, ours = outcome["java"], outcome["ours"]
-    assert java[0] == ours[0] == sorted([
-        ("commit", "SEND_OK", "COMMIT_MESSAGE"), ("rollback", "SEND_OK", "ROLLBACK_MESSAGE"),
-        ("check-commit", "SEND_OK", "UNKNOW"), ("check-rollback", "SEND_OK", "UNKNOW"),
-        ("check-unknown", "SEND_OK", "UNKNOW")])
-    assert java[1] == ours[1] == {"check-commit": 1, "check-rollback": 1,
-                                  "check-unknown": CHECK_MAX}
-    assert java[2] == ours[2]
-    assert ("check-unknown", str(CHECK_MAX), "TOPIC", str(CHECK_MAX)) in ours[2]
-    # the consumer gets the two committed messages, with TRAN_MSG, REAL_TOPIC, REAL_QID
-    # and PGROUP left in their properties as Java leaves them
-    assert ours[3] == java[3]
-    assert [line[0] for line in ours[3]] == ["check-commit", "commit"]
+    classpaths = {"4.9.8": peers.client_cp, "5.3.3": peers.client5_cp}
+    with ThreadPoolExecutor(len(CLIENTS)) as pool:  # the two clients side by side
+        runs = {client: pool.submit(
+            peers.run_client, "rmqproto.peers.Transactions", namesrv_addr, CHECK_MAX, 90,
+            *(topics[client, name] for name in TOPICS), classpath=classpaths[client])
+            for client in CLIENTS}
+    for client, run in runs.items():
+        result = run.result()
+        assert result.returncode == 0, (client, result.stdout[-4000:] + result.stderr[-4000:])
+        java, ours = (outcome(result.stdout, topics[client, name]) for name in ("java", "ours"))
+        assert java[0] == ours[0] == sorted([
+            ("commit", "SEND_OK", "COMMIT_MESSAGE"), ("rollback", "SEND_OK", "ROLLBACK_MESSAGE"),
+            ("check-commit", "SEND_OK", "UNKNOW"), ("check-rollback", "SEND_OK", "UNKNOW"),
+            ("check-unknown", "SEND_OK", "UNKNOW")]), client
+        assert java[1] == ours[1] == {"check-commit": 1, "check-rollback": 1,
+                                      "check-unknown": CHECK_MAX}, client
+        assert java[2] == ours[2], client
+        assert ("check-unknown", str(CHECK_MAX), "TOPIC", str(CHECK_MAX)) in ours[2], client
+        # the consumer gets the two committed messages, with TRAN_MSG, REAL_TOPIC, REAL_QID
+        # and PGROUP left in their properties as Java leaves them
+        assert ours[3] == java[3], client
+        assert [line[0] for line in ours[3]] == ["check-commit", "commit"], client
+    clients = len(CLIENTS)
     for name, addr in addrs.items():
-        # the always-unknown message was moved aside; the five half messages and their four
-        # copies (one per check) are all settled, by the four op records (two ended at
-        # once, two at their check) or by the discard
-        assert max_offset(addr, "TRANS_CHECK_MAX_TIME_TOPIC") == 1, name
-        assert (max_offset(addr, HALF), max_offset(addr, OP)) == (9, 4), name
-        wait_until(lambda a=addr: (checked(a, HALF), checked(a, OP)) == (9, 4), timeout=10)
+        # each client's always-unknown message was moved aside; its five half messages and
+        # their four copies (one per check) are all settled, by the four op records (two
+        # ended at once, two at their check) or by the discard
+        assert max_offset(addr, "TRANS_CHECK_MAX_TIME_TOPIC") == clients, name
+        assert (max_offset(addr, HALF), max_offset(addr, OP)) == (9 * clients, 4 * clients), name
+        wait_until(lambda a=addr: (checked(a, HALF), checked(a, OP))
+                   == (9 * clients, 4 * clients), timeout=10)
+    # RESUME_CHECK_HALF_MESSAGE: a discarded message goes back to the half topic, its check
+    # count at 0, on both
+    for name, addr in addrs.items():
+        discarded = query_message(addr, "TRANS_CHECK_MAX_TIME_TOPIC", "key-check-unknown")[0]
+        msg_id = create_message_id(discarded.store_host, discarded.commit_log_offset)
+        answer = call(addr, RC.RESUME_CHECK_HALF_MESSAGE, {"msgId": msg_id})
+        assert (answer.code, answer.remark) == (R.SUCCESS, None), name
+        [resumed] = [r for r in query_message(addr, HALF, "key-check-unknown")
+                     if r.properties.get("TRANSACTION_CHECK_TIMES") == "0"
+                     and r.commit_log_offset > discarded.commit_log_offset]
+        assert (resumed.body, resumed.queue_id) == (discarded.body, 0), name
+        assert resumed.properties["REAL_TOPIC"] == discarded.properties["REAL_TOPIC"], name
+
+
+def query_message(addr, topic, key):
+    answer = call(addr, RC.QUERY_MESSAGE, {"topic": topic, "key": key, "maxNum": "32",
+                                           "beginTimestamp": "0", "endTimestamp": str(2 ** 62)})
+    assert answer.code == R.SUCCESS, answer.remark
+    return sorted(iter_records(answer.body), key=lambda r: r.commit_log_offset)
 
 
 def checked(addr, topic):

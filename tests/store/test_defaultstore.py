@@ -846,3 +846,34 @@ def test_the_lock_is_taken_before_loading_and_released_by_shutdown(tmp_path):
     second.lock()
     second.shutdown()
     assert not (tmp_path / "store" / "abort").exists()
+
+
+def test_clean_expired_consumer_queue_destroys_queues_below_the_commit_log(stores):
+    store = stores.open()
+    fill(store, 4, "Old", queues=1)
+    put(store, record("Old", 1, b"x"))
+    fill(store, 300, queues=1)  # rolls past the first 64 KiB segment
+    put(store, record("Later", 0, b"later", DELAY="3"))  # into the schedule topic
+    store.find_consume_queue("Fresh", 0)  # created, never written: kept, as Java's
+    root = store.paths["consumequeue"]
+    assert store.clean_expired_consumer_queue() == 0  # nothing expired yet
+    store.commit_log.queue.remove_files([store.commit_log.queue.files[0]])
+    assert store.clean_expired_consumer_queue() == 2
+    assert "Old" not in store.get_topics() and not os.path.exists(os.path.join(root, "Old"))
+    assert {"TopicA", "Fresh", SCHEDULE_TOPIC} <= set(store.get_topics())
+    # the queue offsets are forgotten with the queues
+    assert put(store, record("Old", 0, b"again")).append_result.logics_offset == 0
+
+
+def test_query_consume_queue_reads_units_from_an_index(stores):
+    store = stores.open()
+    fill(store, 5, queues=1)
+    low, high, units = store.query_consume_queue("TopicA", 0, 3, 10)
+    assert (low, high) == (0, 5)
+    cq = store.find_consume_queue("TopicA", 0, create=False)
+    assert units == [cq.unit(3), cq.unit(4)]
+    assert store.query_consume_queue("TopicA", 0, 1, 1)[2] == [cq.unit(1)]
+    assert store.query_consume_queue("TopicA", 0, 5, 10)[2] is None
+    assert store.query_consume_queue("TopicA", 0, -1, 10)[2] is None
+    assert store.query_consume_queue("TopicA", 0, 0, -2)[2] == []
+    assert store.query_consume_queue("TopicA", 1, 0, 10) is None

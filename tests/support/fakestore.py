@@ -55,6 +55,7 @@ class FakeStore:
         self.puts = []
         self.waits = []
         self.manual_deletes = 0
+        self.expired_queue_cleanings = 0
         self.loaded = self.started = self.stopped = False
 
     def now(self):
@@ -220,6 +221,18 @@ class FakeStore:
         for key in [key for key in self.queues if key[0] in doomed]:
             del self.queues[key]
         return len(doomed)
+
+    def clean_expired_consumer_queue(self):
+        self.expired_queue_cleanings += 1
+        return 0
+
+    def query_consume_queue(self, topic, queue_id, index, count):
+        queue = self.queues.get((topic, queue_id))
+        if queue is None:
+            return None
+        low = self.get_min_offset_in_queue(topic, queue_id)
+        units = queue[index - low:index - low + max(count, 0)] if low <= index < low + len(queue) else None
+        return low, low + len(queue), units
 
     def runtime_info(self):
         return {"commitLogMaxOffset": str(len(self.log)), "commitLogMinOffset": "0"}

@@ -143,11 +143,16 @@ class JavaPeers:
         return self._mqadmin(self.client5_cp, args, timeout)
 
     def mqadmin5_batch(self, *commands, timeout=180):
-        """Run mqadmin 5.3.3 commands (each a sequence of arguments) one after the other in
-        one JVM (``MQAdminBatch``: a JVM start is seconds); the output of each, in order."""
+        """:meth:`mqadmin_batch` with mqadmin 5.3.3."""
+        return self.mqadmin_batch(*commands, timeout=timeout, classpath=self.client5_cp)
+
+    def mqadmin_batch(self, *commands, timeout=180, classpath=None):
+        """Run mqadmin commands (each a sequence of arguments) one after the other in one JVM
+        (``MQAdminBatch``: a JVM start is seconds), with mqadmin 4.9.8 or the one of
+        ``classpath``; the output of each, in order."""
         args = [str(a) for command in commands for a in ("--next", *command)][1:]
         result = self.run_client("rmqproto.peers.MQAdminBatch", *args, timeout=timeout,
-                                 classpath=self.client5_cp)
+                                 classpath=classpath)
         parts = re.split(r"^=== mqadmin .*$", result.stdout + result.stderr, flags=re.M)
         assert len(parts) == len(commands) + 1, result.stdout + result.stderr
         return parts[1:]

@@ -1,24 +1,31 @@
-"""Admin requests the broker passes on to one consumer and whose answer it relays, as Java's
+"""Admin requests the broker passes on to consumers and whose answers it relays, as Java's
 ``AdminBrokerProcessor#callConsumer`` does: GET_CONSUMER_RUNNING_INFO (307, ``mqadmin
 consumerStatus``, ``consumerProgress -s true``) and CONSUME_MESSAGE_DIRECTLY (309, ``mqadmin
-consumeMessage``: the message, read from the store by its offset msgId, is the body)."""
+consumeMessage``: the message, read from the store by its offset msgId, is the body); and
+INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223, ``mqadmin getConsumerStatus``), whose answer
+gathers each consumer's own offsets (``Broker2Client#getConsumeStatus``)."""
 
+from twisted.internet import defer
 from twisted.logger import Logger
 
 from rmqproto.codec import headers as h
+from rmqproto.codec.bodies.offsets import GetConsumerStatusBody
 from rmqproto.codec.codes import MQVersion, RequestCode as RC, ResponseCode as R, version_desc
+from rmqproto.codec.fastjson import java_hashmap_order
 from rmqproto.codec.frame import RemotingCommand
 from rmqproto.codec.message import decode_message_id
 from rmqproto.errors import CodecError
 from rmqproto.remoting import RemotingTimeoutError
 from rmqproto.remoting.dispatch import exception_remark
 
-__all__ = ["ConsumerCallProcessor", "CALL_CLIENT_TIMEOUT"]
+__all__ = ["ConsumerCallProcessor", "CALL_CLIENT_TIMEOUT", "CONSUMER_STATUS_TIMEOUT"]
 
 log = Logger()
 
 #: Seconds the consumer has to answer (``Broker2Client#callClient``'s 10 s).
 CALL_CLIENT_TIMEOUT = 10.0
+#: Seconds each consumer has to tell its offsets (``Broker2Client#getConsumeStatus``' 5 s).
+CONSUMER_STATUS_TIMEOUT = 5.0
 
 
 class ConsumerCallProcessor:
@@ -31,6 +38,7 @@ class ConsumerCallProcessor:
     def register_with(self, dispatcher):
         dispatcher.register(int(RC.GET_CONSUMER_RUNNING_INFO), self.get_consumer_running_info)
         dispatcher.register(int(RC.CONSUME_MESSAGE_DIRECTLY), self.consume_message_directly)
+        dispatcher.register(int(RC.INVOKE_BROKER_TO_GET_CONSUMER_STATUS), self.get_consumer_status)
 
     def get_consumer_running_info(self, request, context):
         header = h.GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
@@ -81,3 +89,46 @@ class ConsumerCallProcessor:
 
         return member.connection.send_request(forwarded, CALL_CLIENT_TIMEOUT).addCallbacks(
             relay, failed)
+
+    def get_consumer_status(self, request, context):
+        """Ask each consumer of the group (or only ``clientAddr``, a client id) for its
+        offsets of the topic (GET_CONSUMER_STATUS_FROM_CLIENT); the answers by client id. A
+        consumer that fails or does not answer in 5 s is left out, as Java leaves it."""
+        header = h.GetConsumerStatusRequestHeader.from_ext_fields(request.ext_fields)
+        info = self.controller.client_manager.consumer_group_info(header.group)
+        members = list(info.channel_info_table.values()) if info is not None else []
+        if not members:
+            return request.response(R.SYSTEM_ERROR, remark="No Any Consumer online in the "
+                                    "consumer group: [%s]" % header.group)
+        asked = []
+        for member in members:  # Java stops at the client asked for
+            if member.version < MQVersion.V3_0_7_SNAPSHOT:
+                return request.response(R.SYSTEM_ERROR, remark="the client does not support "
+                                        "this feature. version=" + version_desc(member.version))
+            if not (header.client_addr or "").strip() or header.client_addr == member.client_id:
+                asked.append(member)
+                if (header.client_addr or "").strip():
+                    break
+        question = h.GetConsumerStatusRequestHeader(topic=header.topic, group=header.group)
+
+        def offsets(answer, member):
+            if answer.code == R.SUCCESS and answer.body:
+                return member.client_id, GetConsumerStatusBody.from_json(
+                    answer.body).message_queue_table
+            return None
+
+        def failed(failure, member):
+            log.warn("[get-consumer-status] of {client} failed: {error}",
+                     client=member.client_id, error=failure.getErrorMessage())
+
+        calls = [member.connection.send_request(
+            RemotingCommand(int(RC.GET_CONSUMER_STATUS_FROM_CLIENT),
+                            ext_fields=question.to_ext_fields()), CONSUMER_STATUS_TIMEOUT)
+            .addCallback(offsets, member).addErrback(failed, member) for member in asked]
+
+        def answer(results):
+            table = dict(result for result in results if result is not None)
+            return request.response(R.SUCCESS, body=GetConsumerStatusBody(
+                consumer_table={c: table[c] for c in java_hashmap_order(list(table))}).to_json())
+
+        return defer.gatherResults(calls).addCallback(answer)

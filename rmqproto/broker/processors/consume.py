@@ -28,8 +28,8 @@ from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.client import (
     EXPRESSION_TYPE_TAG, SUB_ALL, Connection, ConsumerConnection,
     GetConsumerListByGroupResponseBody, GroupList, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody, MessageModel, MessageQueue, ProducerConnection, SubscriptionData,
-    UnlockBatchRequestBody,
+    LockBatchResponseBody, MessageModel, MessageQueue, ProducerConnection, ProducerInfo,
+    ProducerTableInfo, SubscriptionData, UnlockBatchRequestBody,
 )
 from rmqproto.codec.bodies.offsets import (
     ConsumeStats, MessageQueueForC, ResetOffsetBody, ResetOffsetBodyForC,
@@ -37,6 +37,7 @@ from rmqproto.codec.bodies.offsets import (
 )
 from rmqproto.codec.bodies.topic import PERM_READ, PERM_WRITE, TOPIC_SYS_FLAG_UNIT_SUB
 from rmqproto.codec.codes import MQVersion, RequestCode as RC, ResponseCode as R, version_desc
+from rmqproto.codec.fastjson import java_hashmap_order
 from rmqproto.codec.frame import RemotingCommand
 from rmqproto.codec.message import (
     PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC,
@@ -210,6 +211,7 @@ class ConsumeProcessor:
             RC.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
             RC.INVOKE_BROKER_TO_RESET_OFFSET: self.invoke_broker_to_reset_offset,
             RC.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
+            RC.GET_ALL_PRODUCER_INFO: self.get_all_producer_info,
             RC.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
             RC.QUERY_TOPIC_CONSUME_BY_WHO: self.query_topic_consume_by_who,
         }
@@ -510,6 +512,17 @@ class ConsumeProcessor:
                                     % header.producer_group)
         return request.response(R.SUCCESS, body=ProducerConnection(connection_set=[
             _connection(info) for info in channels.values()]).to_json())
+
+    def get_all_producer_info(self, request, context):
+        """``mqadmin producer``: every producer group's producers (``ProducerManager#getProducerTable``)."""
+        table = self.controller.client_manager.producers.group_channel_table
+        return request.response(R.SUCCESS, body=ProducerTableInfo(data={
+            group: [ProducerInfo(client_id=info.client_id,
+                                 remote_ip="/%s" % getattr(info.connection, "peer", None),
+                                 language=info.language, version=info.version,
+                                 last_update_timestamp=info.last_update_timestamp)
+                    for info in table[group].values()]
+            for group in java_hashmap_order(list(table))}).to_json())
 
     def delete_subscription_group(self, request, context):
         """``mqadmin deleteSubGroup``: forget a group's configuration, and its offsets when

@@ -8,6 +8,10 @@ else SYSTEM_ERROR with Java's remark. A commit puts the real message
 (:func:`~rmqproto.broker.transaction.records.committed_record`) and, once stored, the op
 record; a rollback only puts the op record. Java clients send END_TRANSACTION oneway, so
 the answer is mostly for other clients.
+
+RESUME_CHECK_HALF_MESSAGE (323, ``DefaultMQAdminExt#resumeCheckHalfMessage``) puts the message
+an offset msgId names back into the half topic with its check count at 0
+(``AdminBrokerProcessor#resumeCheckHalfMessage``).
 """
 
 from twisted.internet import defer
@@ -15,10 +19,15 @@ from twisted.logger import Logger
 
 from rmqproto.broker.processors.send import put_status_response
 from rmqproto.broker.transaction.bridge import TransactionalMessageBridge
-from rmqproto.broker.transaction.records import HalfMessageError, committed_record, producer_group
+from rmqproto.broker.transaction.records import (
+    HalfMessageError, committed_record, producer_group, resumed_half,
+)
 from rmqproto.codec import headers as h
 from rmqproto.codec.codes import RequestCode, ResponseCode as R
-from rmqproto.codec.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from rmqproto.codec.message import (
+    TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE, decode_message_id,
+)
+from rmqproto.errors import CodecError
 from rmqproto.store.results import PutMessageStatus as S
 
 __all__ = ["EndTransactionProcessor", "register"]
@@ -56,6 +65,7 @@ class EndTransactionProcessor:
 
     def register_with(self, dispatcher):
         dispatcher.register(int(RequestCode.END_TRANSACTION), self.process_request)
+        dispatcher.register(int(RequestCode.RESUME_CHECK_HALF_MESSAGE), self.resume_check_half_message)
 
     def process_request(self, request, context):
         header = h.EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
@@ -93,6 +103,31 @@ class EndTransactionProcessor:
         if code == R.MESSAGE_ILLEGAL:
             remark = "T" + remark[1:]  # the send path's remark, capitalised as Java's here
         return defer.succeed(request.response(int(code), remark=_FINAL_REMARKS.get(status, remark)))
+
+    def resume_check_half_message(self, request, context):
+        """The message ``msgId`` names, again in the half topic to be checked from the start."""
+        header = h.ResumeCheckHalfMessageRequestHeader.from_ext_fields(request.ext_fields)
+        try:
+            message = self.bridge.look_message_by_offset(decode_message_id(header.msg_id or "")[1])
+        except CodecError:
+            message = None
+        if message is None:
+            return request.response(int(R.SYSTEM_ERROR), remark="Exception was thrown when "
+                                    "putting message back to RMQ_SYS_TRANS_HALF_TOPIC.")
+
+        def answer(result):
+            if result.status is S.PUT_OK:
+                log.info("Put message back to RMQ_SYS_TRANS_HALF_TOPIC. real topic={topic}",
+                         topic=message.properties.get("REAL_TOPIC"))
+                return request.response(int(R.SUCCESS))
+            log.error("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+            return request.response(int(R.SYSTEM_ERROR),
+                                    remark="Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+
+        # the half topic's config, made here as the check service makes it, so that a
+        # cleanUnusedTopic before the first check keeps this message's queue
+        self.bridge.half_queue_ids()
+        return self.bridge.put(resumed_half(message)).addCallback(answer)
 
 
 def register(controller):

@@ -1,6 +1,7 @@
-"""VIEW_BROKER_STATS_DATA and GET_BROKER_CONSUME_STATS, answered as Java's
-``AdminBrokerProcessor#ViewBrokerStatsData`` and ``#fetchAllConsumeStatsInBroker`` do,
-and the per-topic part of GET_CONSUME_STATS they share (:func:`add_topic_offsets`).
+"""VIEW_BROKER_STATS_DATA, GET_BROKER_CONSUME_STATS and QUERY_CONSUME_TIME_SPAN, answered as
+Java's ``AdminBrokerProcessor#ViewBrokerStatsData``, ``#fetchAllConsumeStatsInBroker`` and
+``#queryConsumeTimeSpan`` do, and the per-topic part of GET_CONSUME_STATS they share
+(:func:`add_topic_offsets`).
 """
 
 from twisted.logger import Logger
@@ -9,7 +10,9 @@ from rmqproto.broker.stats import DAY, HOUR, MINUTE
 from rmqproto.codec import headers as h
 from rmqproto.codec.bodies.client import MessageQueue
 from rmqproto.codec.bodies.offsets import ConsumeStats, OffsetWrapper
-from rmqproto.codec.bodies.stats import BrokerStatsData, BrokerStatsItem, ConsumeStatsList
+from rmqproto.codec.bodies.stats import (
+    BrokerStatsData, BrokerStatsItem, ConsumeStatsList, QueryConsumeTimeSpanBody, QueueTimeSpan,
+)
 from rmqproto.codec.codes import RequestCode as RC, ResponseCode as R
 
 __all__ = ["StatsProcessor", "consumed_topic_config", "add_topic_offsets"]
@@ -69,6 +72,7 @@ class StatsProcessor:
     def register_with(self, dispatcher):
         dispatcher.register(int(RC.VIEW_BROKER_STATS_DATA), self.view_broker_stats_data)
         dispatcher.register(int(RC.GET_BROKER_CONSUME_STATS), self.fetch_all_consume_stats)
+        dispatcher.register(int(RC.QUERY_CONSUME_TIME_SPAN), self.query_consume_time_span)
 
     def view_broker_stats_data(self, request, context):
         """One counter's minute, hour and day figures (``mqadmin statsAll`` asks for
@@ -103,3 +107,30 @@ class StatsProcessor:
                 per_topic.append(stats)
             answer.consume_stats_list.append({group: per_topic})
         return request.response(R.SUCCESS, body=answer.to_json())
+
+    def query_consume_time_span(self, request, context):
+        """For each write queue of the topic: the store times of its first and last message
+        and of the group's last consumed one (the first's when it consumed none), and since
+        when its next message waits (``DefaultMQAdminExt#queryConsumeTimeSpan``)."""
+        header = h.QueryConsumeTimeSpanRequestHeader.from_ext_fields(request.ext_fields)
+        controller = self.controller
+        topic_config = controller.topic_config_manager.select_topic_config(header.topic)
+        if topic_config is None:
+            return request.response(R.TOPIC_NOT_EXIST, remark="topic[%s] not exist" % header.topic)
+        store, topic = controller.store, header.topic
+        now = int(controller.reactor.seconds() * 1000)
+        spans = []
+        for queue_id in range(topic_config.write_queue_nums):
+            min_time = store.get_earliest_message_time(topic, queue_id)
+            max_offset = store.get_max_offset_in_queue(topic, queue_id)
+            max_time = store.get_message_store_timestamp(topic, queue_id, max_offset - 1)
+            consumed = controller.consumer_offset_manager.query_offset(header.group, topic, queue_id)
+            consume_time = (store.get_message_store_timestamp(topic, queue_id, consumed - 1)
+                            if consumed > 0 else min_time)
+            delay = 0
+            if consumed < max_offset:
+                delay = now - store.get_message_store_timestamp(topic, queue_id, consumed)
+            spans.append(QueueTimeSpan.of(
+                MessageQueue(topic, controller.config["brokerName"], queue_id),
+                min_time, max_time, consume_time, delay))
+        return request.response(R.SUCCESS, body=QueryConsumeTimeSpanBody(spans).to_json())

@@ -8,13 +8,16 @@ The rules are those of ``TransactionalMessageBridge``, ``EndTransactionProcessor
 """
 
 from rmqproto.broker.processors.send import java_property_order, wait_store_msg_ok
-from rmqproto.broker.topicconfig import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_OP_HALF_TOPIC
+from rmqproto.broker.topicconfig import (
+    TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+)
 from rmqproto.codec import headers as h
 from rmqproto.codec.codes import RequestCode
 from rmqproto.codec.frame import RemotingCommand
 from rmqproto.codec.message import (
     PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_TAGS,
-    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    PROPERTY_TRANSACTION_CHECK_TIMES, PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK, TRANSACTION_ROLLBACK_TYPE, MessageRecord, encode_record,
 )
 
@@ -104,6 +107,17 @@ def discarded_record(half, properties):
         TRANS_CHECK_MAX_TIME_TOPIC, half.body, java_property_order(properties), 0, half.flag,
         0, 0, half.sys_flag, half.born_timestamp, half.born_host, 0, half.store_host,
         half.reconsume_times)
+
+
+def resumed_half(message):
+    """``AdminBrokerProcessor#toMessageExtBrokerInner`` (RESUME_CHECK_HALF_MESSAGE): a stored
+    message (a discarded half message, say) put again in queue 0 of the half topic with its
+    check count back at 0, so that the check-back takes it up again."""
+    properties = dict(message.properties, **{PROPERTY_TRANSACTION_CHECK_TIMES: "0"})
+    return MessageRecord(
+        TRANS_HALF_TOPIC, message.body, java_property_order(properties), 0, message.flag, 0, 0,
+        message.sys_flag, message.born_timestamp, message.born_host, 0, message.store_host,
+        message.reconsume_times)
 
 
 def check_state_request(half, properties, append):

@@ -16,6 +16,7 @@ __all__ = [
     "ConsumeFromWhere", "MessageQueue", "ProducerData", "SubscriptionData", "ConsumerData",
     "HeartbeatData", "LockBatchRequestBody", "LockBatchResponseBody", "UnlockBatchRequestBody",
     "GetConsumerListByGroupResponseBody", "GroupList", "Connection", "ConsumerConnection",
+    "ProducerConnection", "ProducerInfo", "ProducerTableInfo",
 ]
 
 #: ``SubscriptionData.SUB_ALL``: the expression that matches every tag.
@@ -160,6 +161,25 @@ class ProducerConnection(JsonBean):
     """GET_PRODUCER_CONNECTION_LIST's answer: a producer group's connections (a Java ``HashSet``)."""
 
     connection_set: list = member(ListOf(BeanOf(Connection)), factory=list)
+
+
+@json_bean
+class ProducerInfo(JsonBean):
+    """One producer of GET_ALL_PRODUCER_INFO: ``remoteIP`` is Java's ``/host:port``,
+    ``language`` the ``LanguageCode`` name, the last heartbeat in ms."""
+
+    client_id: str = member(STRING, default=None)
+    remote_ip: str = member(STRING, json="remoteIP", default=None)
+    language: str = member(STRING, default=None)
+    version: int = member(INT, default=0)
+    last_update_timestamp: int = member(LONG, default=0)
+
+
+@json_bean
+class ProducerTableInfo(JsonBean):
+    """GET_ALL_PRODUCER_INFO's answer (``mqadmin producer``): every producer group's producers."""
+
+    data: dict = member(MapOf(STRING, ListOf(BeanOf(ProducerInfo))), factory=dict)
 
 
 @json_bean
