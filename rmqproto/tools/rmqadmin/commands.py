@@ -129,7 +129,7 @@ def update_broker_config(session, args):
 
 
 @command("haStatus", "replication: each slave's ack offset and lag behind its master, or "
-         "the Raft role and term of each member of a DLedger group (-g and -p)",
+         "the Raft role, term and indices of each member of a DLedger group (-g and -p)",
          arg("-c", "--clusterName", help="only this cluster's masters"),
          arg("-g", "--dledgerGroup", help="a DLedger group's name"),
          arg("-p", "--dledgerPeers", help="its peers, as DLedger writes them: n0-host:port;n1-host:port"))
@@ -137,10 +137,9 @@ def ha_status(session, args):
     if bool(args.dledgerGroup) != bool(args.dledgerPeers):
         raise ClientError("-g (DLedger group) and -p (its peers) go together")
     if args.dledgerGroup:
-        table = Table(["memberId", "address", "role", "leaderId", "term"])
-        for m in session.run(session.core.raft_members(args.dledgerGroup, args.dledgerPeers)):
-            table.add(m.member_id, m.address, m.role, m.leader_id, m.term)
-        return table
+        return Table(["memberId", "address", "role", "leaderId", "term", "ledgerEndIndex",
+                      "committedIndex"],
+                     session.run(session.core.raft_members(args.dledgerGroup, args.dledgerPeers)))
     table = Table(["brokerName", "master", "masterMaxOffset", "slave", "slaveAckOffset",
                    "lagBytes", "inSync", "source"])
     for master in session.run(session.core.ha_status(args.clusterName)):
