@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import signal
+from pathlib import Path
 
 from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.tools.rmqadmin import main
@@ -15,6 +16,8 @@ from support.javapeers import broker_port
 from support.processes import free_port, wait_for_port
 
 BROKER, CLUSTER = "broker-a", "DefaultCluster"
+#: Where mqadmin's queryMsgById / queryMsgByOffset write each body shown (``printMsg``).
+MQADMIN_BODIES = Path("/tmp/rocketmq/msgbodys")
 
 
 def rmqadmin(namesrv_addr, *args):
@@ -88,6 +91,12 @@ def mqadmin_batch(peers, namesrv_addr, commands):
     parts = re.split(r"^=== mqadmin .*$", result.stdout + result.stderr, flags=re.M)
     assert len(parts) == len(commands) + 1, result.stdout + result.stderr
     return dict(zip(commands, parts[1:]))
+
+
+def remove_bodies(msg_ids):
+    """Remove the body files mqadmin wrote for the messages ``msg_ids`` (their ``UNIQ_KEY``)."""
+    for msg_id in msg_ids:
+        (MQADMIN_BODIES / msg_id).unlink(missing_ok=True)
 
 
 def rows(text, header):

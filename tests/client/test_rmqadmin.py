@@ -15,7 +15,7 @@ from support.javapeers import JavaPeers
 from support.syncclient import wait_until
 from client.adminkit import (
     BROKER, CLUSTER, JavaCluster, LocalCluster, consumed, key_values, message, mqadmin_batch,
-    rmqadmin, rmqadmin_error, route, rows)
+    remove_bodies, rmqadmin, rmqadmin_error, route, rows)
 
 pytestmark = pytest.mark.java
 TOPIC, DOOMED, GROUP, COUNT = "AdminTopic", "AdminDoomed", "AdminGroup", 12
@@ -78,7 +78,10 @@ def prepare(cluster, peers):
                              "-i", first.queue.queue_id, "-o", first.queue_offset],
         "consumeMessage": ["consumeMessage", "-t", TOPIC, "-b", BROKER, "-i", 1, "-o", 0],
     }
-    state["mqadmin"] = mqadmin_batch(peers, ns, reads)
+    try:
+        state["mqadmin"] = mqadmin_batch(peers, ns, reads)
+    finally:
+        remove_bodies([first.msg_id, state["cli_sent"]["msgId"]])
     state["ours"] = {name: rmqadmin(ns, *args) for name, args in reads.items()
                      if name not in ("doomedRoute",)}
     state["ha"] = rmqadmin(ns, "haStatus")

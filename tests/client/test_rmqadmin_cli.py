@@ -183,3 +183,17 @@ def test_json_of_a_command_against_scripted_servers(monkeypatch):
     assert main(["brokerStatus", "-c", "C", "-n", NS, "--json"], out=out) == 0
     assert json.loads(out.getvalue()) == {"m:1 a[0]": {"commitLogMaxOffset": "42"},
                                           "s:1 a[1]": {"commitLogMaxOffset": "40"}}
+
+
+def test_ordered_topic_on_a_cluster_puts_its_order_conf(monkeypatch):
+    servers = Servers({(NS, RequestCode.GET_BROKER_CLUSTER_INFO): CLUSTER,
+                       ("m:1", RequestCode.UPDATE_AND_CREATE_TOPIC): b"",
+                       (NS, RequestCode.PUT_KV_CONFIG): b""})
+    monkeypatch.setattr("rmqproto.tools.rmqadmin.session.AdminSession._perform",
+                        lambda self, call: servers(call))
+    assert main(["updateTopic", "-c", "C", "-t", "T", "-w", "4", "-o", "true", "-n", NS],
+                out=io.StringIO()) == 0
+    made = [(a, f) for a, code, f in servers.calls if code == RequestCode.UPDATE_AND_CREATE_TOPIC]
+    assert [(a, f["topic"], f["writeQueueNums"], f["order"]) for a, f in made] == [("m:1", "T", "4", "true")]
+    (conf,) = [f for _, code, f in servers.calls if code == RequestCode.PUT_KV_CONFIG]
+    assert conf == {"namespace": "ORDER_TOPIC_CONFIG", "key": "T", "value": "a:4"}

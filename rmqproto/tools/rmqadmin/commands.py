@@ -64,7 +64,7 @@ _CLUSTER = arg("-c", "--clusterName", help="every broker of this cluster")
 _TOPIC = arg("-t", "--topic", required=True, help="topic name")
 
 
-def _one_or_cluster(session, args, masters_only=False, label=False):
+def _one_or_cluster(session, args, masters_only=False):
     """``[(label, address)]``: ``-b``'s broker, or every broker (master) of ``-c``'s cluster."""
     if args.brokerAddr:
         return [(args.brokerAddr, args.brokerAddr)]
@@ -384,10 +384,8 @@ def send_message(session, args):
         raise ClientError("-b (broker name) and -i (queue id) go together")
     message = Message(args.topic, args.body, tags=args.tags,
                       keys=args.keys.split() if args.keys else None)
-    selector = None
-    if args.broker is not None:
-        def selector(queues, message, arg):
-            return MessageQueue(args.topic, args.broker, args.qid)
+    queue = MessageQueue(args.topic, args.broker, args.qid)
+    selector = None if args.broker is None else (lambda queues, message, arg: queue)
     with Producer(namesrvAddr=session.core.config.namesrvAddr,
                   producerGroup=TOOLS_PRODUCER_GROUP) as producer:
         result = producer.send(message, selector)
