@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,11 @@ def test_bad_arguments_exit_2_with_usage(argv, message, capsys, monkeypatch):
         main(argv)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_console_script_is_rmqadmin_main():
+    setup = (Path(__file__).resolve().parents[2] / "setup.py").read_text()
+    assert '"rmqadmin = rmqproto.tools.rmqadmin:main"' in setup
 
 
 def test_every_command_of_the_task_exists():
@@ -82,6 +88,9 @@ def test_times_and_output_forms():
                                dict(brokerName="b", queueId=12, tps=None, inSync=False)]
     parts = Sections(first=Record(a=1, long_name="x"), second=table)
     assert parts.lines()[:4] == ["== first ==", "a         : 1", "long_name : x", ""]
+    when = parse_time("2024-01-02#03:04:05:006")
+    assert Record(storeTimestamp=when, lastTimestamp=0).lines() == [
+        "storeTimestamp : 2024-01-02 03:04:05,006", "lastTimestamp  : 0"]
     assert json.loads(json.dumps(parts.to_json())) == {"first": {"a": 1, "long_name": "x"},
                                                        "second": table.to_json()}
 
