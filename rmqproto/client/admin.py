@@ -42,7 +42,7 @@ DLQ_PREFIX = "%DLQ%"
 ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
 #: ``MixAll.UNIQUE_MSG_QUERY_FLAG``: a QUERY_MESSAGE by a message's ``UNIQ_KEY``.
 UNIQUE_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
-#: ``DefaultMQAdminExt#queryMessage``'s defaults: the last this many ms, at most this many.
+#: How many messages a QUERY_MESSAGE by key asks for (``QueryMsgByKeySubCommand``'s 64).
 QUERY_MAX_NUM = 64
 #: How long an admin request may take (``DefaultMQAdminExt``'s ``timeoutMillis``).
 ADMIN_TIMEOUT_MS = 5000

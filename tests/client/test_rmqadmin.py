@@ -2,7 +2,8 @@
 the Java 4.9.7 NameServer, master and slave, in the same tests: every command's answer holds
 the facts ``mqadmin`` 4.9.8 prints for the same cluster, and what the changing commands
 (``updateTopic``, ``deleteTopic``, ``updateBrokerConfig``, ``sendMessage``,
-``resetOffsetByTime``) did is what mqadmin then sees. ``haStatus`` has no 4.9.8 twin: its
+``resetOffsetByTime`` with the group's consumer online and offline) did is what mqadmin
+then sees. ``haStatus`` has no 4.9.8 twin: its
 offsets are checked against each broker's ``brokerStatus``."""
 
 import pytest
@@ -52,6 +53,8 @@ def prepare(cluster, peers):
         got = []
         wait_until(lambda: got.extend(consumer.poll(0.2)) or len(got) >= COUNT + 1, timeout=30)
         consumer.commit_sync()
+        # online (it has sent its heartbeat): the broker tells the consumer where to go
+        state["reset_online"] = rmqadmin(ns, "resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", -1)
     wait_until(lambda: routed(ns, "%RETRY%" + GROUP), timeout=30)
     state["progress_before"] = rmqadmin(ns, "consumerProgress", "-g", GROUP)
     state["reset"] = rmqadmin(ns, "resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", 0)
@@ -78,6 +81,7 @@ def prepare(cluster, peers):
                              "-i", first.queue.queue_id, "-o", first.queue_offset],
         "consumeMessage": ["consumeMessage", "-t", TOPIC, "-b", BROKER, "-i", 1, "-o", 0],
     }
+    state["topics_before"] = rmqadmin(ns, "topicList")  # a broker may add a system topic meanwhile
     try:
         state["mqadmin"] = mqadmin_batch(peers, ns, reads)
     finally:
@@ -112,9 +116,10 @@ def test_cluster_and_topic_lists(cluster):
         (c, b, int(i), a, v) for c, b, i, a, v, *_ in rows(mq["clusterList"], "#Cluster Name")}
     assert {(CLUSTER, BROKER, 0, cluster.master), (CLUSTER, BROKER, 1, cluster.slave)} == {
         (r["clusterName"], r["brokerName"], r["brokerId"], r["address"]) for r in ours["clusterList"]}
-    topics = {r["topic"] for r in ours["topicList"]}
-    assert topics == {line.strip() for line in mq["topicList"].strip().splitlines()}
-    assert TOPIC in topics and DOOMED not in topics
+    before = {r["topic"] for r in cluster.state["topics_before"]}
+    java = {line.strip() for line in mq["topicList"].strip().splitlines()}
+    assert before <= java <= {r["topic"] for r in ours["topicList"]}
+    assert TOPIC in before and DOOMED not in java
 
 
 def test_topic_route_and_status(cluster):
@@ -159,6 +164,8 @@ def test_consumer_progress_and_reset(cluster):
               for r in state["progress_before"]["queues"]}
     assert set(before) == {(TOPIC, BROKER, i) for i in range(4)}
     assert all(broker == consumer for broker, consumer in before.values())  # all consumed
+    ends = {(r["brokerName"], r["queueId"]): r["maxOffset"] for r in state["ours"]["topicStatus"]}
+    assert {(r["brokerName"], r["queueId"]): r["offset"] for r in state["reset_online"]} == ends
     reset = {(r["brokerName"], r["queueId"]): r for r in state["reset"]}
     assert set(reset) == {(BROKER, i) for i in range(4)}
     assert all(r["resetOffset"] == r["timestampOffset"] == 0 for r in reset.values()), reset
