@@ -375,7 +375,7 @@ def query_msg_by_offset(session, args):
 
 @command("sendMessage", "send one message", _TOPIC,
          arg("-p", "--body", required=True, help="the body (UTF-8)"),
-         arg("-k", "--keys", help="keys, separated by spaces"),
+         arg("-k", "--key", dest="keys", help="keys, separated by spaces"),
          arg("-c", "--tags", help="the tag"),
          arg("-b", "--broker", help="the broker name (with -i: send to that queue)"),
          arg("-i", "--qid", type=int, help="the queue id (with -b)"))
