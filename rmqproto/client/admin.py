@@ -42,7 +42,7 @@ DLQ_PREFIX = "%DLQ%"
 ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
 #: ``MixAll.UNIQUE_MSG_QUERY_FLAG``: a QUERY_MESSAGE by a message's ``UNIQ_KEY``.
 UNIQUE_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
-#: ``DefaultMQAdminExt#queryMessage``'s defaults: the last this many ms, at most this many.
+#: How many messages a QUERY_MESSAGE by key asks for (``QueryMsgByKeySubCommand``'s 64).
 QUERY_MAX_NUM = 64
 #: How long an admin request may take (``DefaultMQAdminExt``'s ``timeoutMillis``).
 ADMIN_TIMEOUT_MS = 5000
@@ -57,8 +57,10 @@ SlaveProgress = namedtuple("SlaveProgress", "address ack_offset lag_bytes in_syn
 #: A master's replication: its commit-log max offset and one :class:`SlaveProgress` a slave;
 #: ``source`` is ``"GET_BROKER_HA_STATUS"`` or ``"GET_BROKER_RUNTIME_INFO"``.
 MasterProgress = namedtuple("MasterProgress", "broker_name address max_offset slaves source")
-#: One DLedger member as its METADATA answer shows it.
-RaftMember = namedtuple("RaftMember", "member_id address role leader_id term peers")
+#: One DLedger member as its METADATA answer shows it (``term`` and the indices: ``None``
+#: from a Java DLedger member, whose answer has none).
+RaftMember = namedtuple("RaftMember",
+                        "member_id address role leader_id term ledger_end_index committed_index")
 #: One queue's rollback (``RollbackStats``, ``resetOffsetByTimestampOld``).
 Rollback = namedtuple("Rollback", "queue broker_offset consumer_offset timestamp_offset reset_offset")
 
@@ -379,7 +381,8 @@ class AdminCore(NameServerLookup):
 
     def raft_members(self, group, peers):
         """Generator: a :class:`RaftMember` per member of the DLedger ``group`` from its METADATA
-        answer; ``peers`` is DLedger's ``n0-host:port;n1-host:port`` (``DLedgerConfig.peers``).
+        answer (``DLedgerServer#handleMetadata``); ``peers`` is DLedger's
+        ``n0-host:port;n1-host:port`` (``DLedgerConfig.peers``).
         The role follows from the leader each member names: itself (LEADER), another (FOLLOWER)
         or none (CANDIDATE); a member that does not answer has role ``UNREACHABLE``."""
         members = []
@@ -394,7 +397,7 @@ class AdminCore(NameServerLookup):
             try:
                 answer = yield from self.call(address, DLedgerRequestCode.METADATA, body=ask.to_json())
             except ClientError:
-                found.append(RaftMember(member_id, address, "UNREACHABLE", None, None, {}))
+                found.append(RaftMember(member_id, address, "UNREACHABLE", None, None, None, None))
                 continue
             meta = MetadataResponse.from_json(answer.body)
             if meta.code != 200:
@@ -402,5 +405,6 @@ class AdminCore(NameServerLookup):
             role = ("CANDIDATE" if meta.leader_id is None
                     else "LEADER" if meta.leader_id == member_id else "FOLLOWER")
             found.append(RaftMember(member_id, address, role, meta.leader_id,
-                                    meta.term if meta.term >= 0 else None, dict(meta.peers or {})))
+                                    meta.term if meta.term >= 0 else None, meta.ledger_end_index,
+                                    meta.committed_index))
         return found

@@ -363,6 +363,8 @@ class RequestOrResponse:
     """
 
     FIELDS = _BASE_FIELDS
+    #: JSON keys of fields only our members write (DLedger's Java class has none of them).
+    EXTENSIONS = ()
 
     def __init__(self, **values):
         for f in self.FIELDS:
@@ -445,8 +447,13 @@ GetEntriesResponse = _message("GetEntriesResponse", "The entries read (at most o
                               _Field("entries", "entries", _ENTRY_LIST, []))
 
 MetadataResponse = _message(
-    "MetadataResponse", "``peers`` (member id → address, HashMap order) and ``leader_id``.",
-    _Field("peers", "peers", _StringMap()))
+    "MetadataResponse", "``peers`` (member id → address, HashMap order) and ``leader_id``; "
+    "our members also tell their ``term``, ``ledger_end_index`` and ``committed_index`` (not "
+    "in DLedger 0.3.1.2's class: null there, so left out of the JSON and ignored by Java).",
+    _Field("peers", "peers", _StringMap()),
+    _Field("ledger_end_index", "ledgerEndIndex", _BOXED_LONG),
+    _Field("committed_index", "committedIndex", _BOXED_LONG))
+MetadataResponse.EXTENSIONS = ("ledgerEndIndex", "committedIndex")
 
 PullEntriesRequest = _message(
     "PullEntriesRequest", "Declared by DLedger but not served.",

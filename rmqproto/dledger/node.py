@@ -199,7 +199,9 @@ class DLedgerNode:
         elif kind is MetadataRequest:
             self.reply(token, MetadataResponse(group=self.member.group,
                                                peers=dict(self.member.peers),
-                                               leader_id=self.member.leader_id))
+                                               leader_id=self.member.leader_id, term=self.term,
+                                               ledger_end_index=self.member.ledger_end_index,
+                                               committed_index=self.committed_index))
         elif kind is LeadershipTransferRequest:
             self._leadership_transfer(token, request, now)
         elif kind is PullEntriesRequest:

@@ -122,6 +122,8 @@ def test_java_decodes_our_encodings(java_interop, kind):
     answers = java_interop.decode(kind, [m.to_json() for m in messages])
     for message, answer in zip(messages, answers):
         expected = strip_none(message.to_fields())
+        for key in cls.EXTENSIONS:  # ours alone: Java's class ignores them
+            expected.pop(key, None)
         if cls is rpc.PushEntryRequest:
             expected["totalSize"] = 0  # Java has no setter: a decoded request says 0
         assert answer.get("fields") == expected, (message, answer)

@@ -22,6 +22,8 @@ def test_metadata_lists_peers_and_leader():
     assert isinstance(response, MetadataResponse)
     assert response.peers == {p.split("-")[0]: p.split("-", 1)[1] for p in PEERS3.split(";")}
     assert response.leader_id == "n0"
+    assert (response.term, response.ledger_end_index, response.committed_index) == (
+        node.term, node.member.ledger_end_index, node.committed_index)
 
 
 def test_get_reads_one_entry_from_the_leader_only():

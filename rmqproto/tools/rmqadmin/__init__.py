@@ -23,7 +23,9 @@ __all__ = ["main", "build_parser"]
 
 def build_parser():
     """The argument parser: one sub-command each of :data:`COMMANDS`."""
-    parser = argparse.ArgumentParser(prog="rmqadmin", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="rmqadmin", description="RocketMQ's mqadmin commands for operators, on the Python "
+        "client: tables, or JSON with --json (docs/client.md).")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (_, help_text, arguments) in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)

@@ -64,7 +64,7 @@ _CLUSTER = arg("-c", "--clusterName", help="every broker of this cluster")
 _TOPIC = arg("-t", "--topic", required=True, help="topic name")
 
 
-def _one_or_cluster(session, args, masters_only=False, label=False):
+def _one_or_cluster(session, args, masters_only=False):
     """``[(label, address)]``: ``-b``'s broker, or every broker (master) of ``-c``'s cluster."""
     if args.brokerAddr:
         return [(args.brokerAddr, args.brokerAddr)]
@@ -129,7 +129,7 @@ def update_broker_config(session, args):
 
 
 @command("haStatus", "replication: each slave's ack offset and lag behind its master, or "
-         "the Raft role and term of each member of a DLedger group (-g and -p)",
+         "the Raft role, term and indices of each member of a DLedger group (-g and -p)",
          arg("-c", "--clusterName", help="only this cluster's masters"),
          arg("-g", "--dledgerGroup", help="a DLedger group's name"),
          arg("-p", "--dledgerPeers", help="its peers, as DLedger writes them: n0-host:port;n1-host:port"))
@@ -137,10 +137,9 @@ def ha_status(session, args):
     if bool(args.dledgerGroup) != bool(args.dledgerPeers):
         raise ClientError("-g (DLedger group) and -p (its peers) go together")
     if args.dledgerGroup:
-        table = Table(["memberId", "address", "role", "leaderId", "term"])
-        for m in session.run(session.core.raft_members(args.dledgerGroup, args.dledgerPeers)):
-            table.add(m.member_id, m.address, m.role, m.leader_id, m.term)
-        return table
+        return Table(["memberId", "address", "role", "leaderId", "term", "ledgerEndIndex",
+                      "committedIndex"],
+                     session.run(session.core.raft_members(args.dledgerGroup, args.dledgerPeers)))
     table = Table(["brokerName", "master", "masterMaxOffset", "slave", "slaveAckOffset",
                    "lagBytes", "inSync", "source"])
     for master in session.run(session.core.ha_status(args.clusterName)):
@@ -376,7 +375,7 @@ def query_msg_by_offset(session, args):
 
 @command("sendMessage", "send one message", _TOPIC,
          arg("-p", "--body", required=True, help="the body (UTF-8)"),
-         arg("-k", "--keys", help="keys, separated by spaces"),
+         arg("-k", "--key", dest="keys", help="keys, separated by spaces"),
          arg("-c", "--tags", help="the tag"),
          arg("-b", "--broker", help="the broker name (with -i: send to that queue)"),
          arg("-i", "--qid", type=int, help="the queue id (with -b)"))
@@ -385,10 +384,8 @@ def send_message(session, args):
         raise ClientError("-b (broker name) and -i (queue id) go together")
     message = Message(args.topic, args.body, tags=args.tags,
                       keys=args.keys.split() if args.keys else None)
-    selector = None
-    if args.broker is not None:
-        def selector(queues, message, arg):
-            return MessageQueue(args.topic, args.broker, args.qid)
+    queue = MessageQueue(args.topic, args.broker, args.qid)
+    selector = None if args.broker is None else (lambda queues, message, arg: queue)
     with Producer(namesrvAddr=session.core.config.namesrvAddr,
                   producerGroup=TOOLS_PRODUCER_GROUP) as producer:
         result = producer.send(message, selector)

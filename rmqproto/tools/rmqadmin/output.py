@@ -3,9 +3,12 @@
 A command returns a :class:`Table` (rows under named columns), a :class:`Record` (names
 and values) or :class:`Sections` of either (one a broker, say). The JSON form holds the
 same facts: a table is a list of objects keyed by its column names, a record an object,
-sections an object of those.
+sections an object of those. The text shows a ``…Timestamp`` (ms since the epoch) as local
+time, ``yyyy-MM-dd HH:mm:ss,SSS`` as ``mqadmin`` does (``UtilAll.timeMillisToHumanString2``);
+the JSON keeps the milliseconds.
 """
 
+import datetime
 import json
 
 
@@ -23,7 +26,8 @@ class Table:
         return [dict(zip(self.columns, row)) for row in self.rows]
 
     def lines(self):
-        cells = [self.columns] + [[_text(value) for value in row] for row in self.rows]
+        cells = [self.columns] + [[_text(value, name) for name, value in zip(self.columns, row)]
+                                  for row in self.rows]
         widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns))]
         return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
                 for row in cells]
@@ -40,7 +44,8 @@ class Record:
 
     def lines(self):
         width = max((len(name) for name in self.items), default=0)
-        return ["%s : %s" % (name.ljust(width), _text(value)) for name, value in self.items.items()]
+        return ["%s : %s" % (name.ljust(width), _text(value, name))
+                for name, value in self.items.items()]
 
 
 class Sections:
@@ -62,9 +67,12 @@ class Sections:
         return out
 
 
-def _text(value):
+def _text(value, name):
     if value is None:
         return "-"
+    if name.endswith("Timestamp") and type(value) is int and value > 0:
+        moment = datetime.datetime.fromtimestamp(value / 1000)
+        return moment.strftime("%Y-%m-%d %H:%M:%S,") + "%03d" % (value % 1000)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
