@@ -4,8 +4,9 @@ core, :mod:`rmqproto.client.admin`, over Twisted) and hands the facts to the vie
 Replication and DLedger groups are looked at every round, topics and consumer groups every
 ``SLOW_EVERY`` rounds (they cost a request per topic and broker). A DLedger group is watched
 when the console is given it (``rmq-dledger``) or when a broker's configuration names it
-(``enableDLegerCommitLog``, ``dLegerGroup``, ``dLegerPeers``: Java's brokers too). Members
-running in this process add their indices, and a leader its peers' water marks.
+(``enableDLegerCommitLog``, ``dLegerGroup``, ``dLegerPeers``: Java's brokers too). Our members
+answer their term and indices in METADATA (Java's answer the leader only); a leader in this
+process adds its peers' water marks.
 """
 
 from twisted.internet import defer, task
@@ -220,7 +221,8 @@ class ConsolePoller:
                 "id": member.member_id, "address": member.address, "role": member.role,
                 "leader": member.leader_id,
                 "term": local.node.term if local else member.term,
-                "ledgerEnd": local.node.member.ledger_end_index if local else None,
-                "committed": local.node.committed_index if local else None,
+                "ledgerEnd": (local.node.member.ledger_end_index if local
+                              else member.ledger_end_index),
+                "committed": local.node.committed_index if local else member.committed_index,
                 "waterMark": marks.get(member.member_id)})
         return members
