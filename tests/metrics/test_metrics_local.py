@@ -1,7 +1,8 @@
 """``twistd -n rmq-local --metricsPort …``: ``/metrics`` parses with prometheus_client's own
 parser and, with the cluster idle, its figures equal what ``mqadmin brokerStatus`` (4.9.8)
-prints for the same broker, before and after the mqadmin call; each slave's ack offset is
-the one the master's HA state reports (``slaveAckOffset_<addr>``)."""
+and ``mqadmin haStatus`` (5.3.3) print for the same broker, before and after the mqadmin
+calls; each slave's ack offset is the one the master's HA state reports
+(``slaveAckOffset_<addr>``)."""
 
 import re
 
@@ -59,6 +60,7 @@ def test_metrics_equal_mqadmin_broker_status_and_the_ha_state(local, tmp_path):
     wait_until(settled, timeout=30)
     before = scrape(ports["metricsPort"])
     out = peers.mqadmin("brokerStatus", "-b", master, "-n", namesrv)
+    ha = peers.mqadmin5("haStatus", "-b", master, "-n", namesrv)
     after = scrape(ports["metricsPort"])
     # "key<padding>: value"; a slave's keys hold its "host:port"
     status = dict(re.findall(r"^(\S+?)\s*:\s(.*?)\s*$", out, re.M))
@@ -79,6 +81,13 @@ def test_metrics_equal_mqadmin_broker_status_and_the_ha_state(local, tmp_path):
         assert value(samples, "rmqproto_ha_slave_lag_bytes", slave=slave_addr) == 0
         assert value(samples, "rmqproto_ha_slave_lag_seconds", slave=slave_addr) == 0
         assert value(samples, "rmqproto_ha_slave_in_sync", slave=slave_addr) == 1
+        # mqadmin 5.3.3 haStatus: the master's offset and its slave's row
+        top = value(samples, "rmqproto_ha_master_max_offset")
+        assert "#MasterCommitLogMaxOffset\t%d" % top in ha, ha
+        assert "#InSyncSlaveNum\t1" in ha, ha
+        (row,) = [line.split() for line in ha.splitlines() if line.startswith(slave_addr + " ")]
+        assert int(row[1]) == value(samples, "rmqproto_ha_slave_ack_offset", slave=slave_addr), ha
+        assert int(row[2]) == value(samples, "rmqproto_ha_slave_lag_bytes", slave=slave_addr), ha
         assert value(samples, "rmqproto_ha_group_transfer_waits") == 0
 
     # the per-topic and per-group statistics, the consumer lag, the NameServer, connections
