@@ -4,7 +4,7 @@ against three real DLedger 0.3.1.2 members, under the same load generator, in on
 The generator (``benchmarks/java/.../DLedgerLoad.java``) is DLedger's own ``DLedgerClient``:
 CLIENTS threads, each with one append outstanding (closed loop). For each body size (128 B,
 1 KiB) and client count (1, 8, 32) it warms up, then measures appends/s and latency, and
-the CPU the three members used a append. Then the leader is killed with -9 and the time
+the CPU the three members used a append (and, before the rows, with no load at all). Then the leader is killed with -9 and the time
 until an append succeeds on the new leader is measured (appends tried every 5 ms on every
 survivor), ``--failovers`` times (the killed member is started again in between; the
 median is reported). Before the first row each group takes ``--group-warmup`` seconds of
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import (  # noqa: E402
-    exit_on_sigterm, format_table, java_classpath, java_command, log, machine,
+    OtherLoad, exit_on_sigterm, format_table, java_classpath, java_command, log, machine,
     process_cpu_seconds, rate, ratio)
 from support.dledgergroup import Group  # noqa: E402
 
@@ -75,17 +75,30 @@ def load(classpath, group, size, clients, warmup, seconds, cpus):
                            seconds, heap="256m")
     pids = [daemon.popen.pid for daemon in group.daemons.values()]
     before = sum(process_cpu_seconds(pid) for pid in pids)
-    result = subprocess.run(command, capture_output=True, text=True,
-                            preexec_fn=lambda: os.sched_setaffinity(0, cpus),
-                            timeout=120 + warmup + seconds)
-    used = sum(process_cpu_seconds(pid) for pid in pids) - before
+    started = time.monotonic()
+    with OtherLoad() as other:
+        result = subprocess.run(command, capture_output=True, text=True,
+                                preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+                                timeout=120 + warmup + seconds)
+        used = sum(process_cpu_seconds(pid) for pid in pids) - before
+    elapsed = time.monotonic() - started
     if result.returncode != 0:
         raise RuntimeError("load generator failed (%d):\n%s" % (result.returncode, result.stderr))
     figures = json.loads(result.stdout.strip().splitlines()[-1])
     # the CPU of warm-up and measurement together, over the appends of both (estimated)
     appends = figures["aps"] * (warmup + seconds)
     figures["cpu_us"] = round(used / appends * 1e6, 1) if appends else None
+    # the members are not waited-for children: OtherLoad counts them as others
+    figures["other_cores"] = round(max(0.0, other.cores - used / elapsed), 2)
     return figures
+
+
+def idle_cores(group, seconds=2.0):
+    """The CPU (in cores) the group's members use with no load: timers and polling."""
+    pids = [daemon.popen.pid for daemon in group.daemons.values()]
+    before = sum(process_cpu_seconds(pid) for pid in pids)
+    time.sleep(seconds)
+    return (sum(process_cpu_seconds(pid) for pid in pids) - before) / seconds
 
 
 def failover_seconds(group, cpus):
@@ -133,7 +146,7 @@ def main():
             else os.sched_getaffinity(0))
     kinds = args.groups.split(",")
     classpath = java_classpath()
-    figures = {"rows": [], "failover": {}, "batch_push": args.batch_push,
+    figures = {"rows": [], "failover": {}, "idle_cores": {}, "batch_push": args.batch_push,
                "cpus": sorted(cpus)}
     with tempfile.TemporaryDirectory(prefix="dledger-bench-") as tmp:
         workdir = Path(tmp)
@@ -142,6 +155,8 @@ def main():
             group = start_group(kind, workdir, cpus, args.batch_push)
             try:
                 load(classpath, group, 1024, 8, 0, args.group_warmup, cpus)
+                figures["idle_cores"][kind] = idle_cores(group)
+                log("%s idle: %.3f cores" % (kind, figures["idle_cores"][kind]))
                 for size in SIZES:
                     for clients in CLIENTS:
                         runs = sorted((load(classpath, group, size, clients, args.warmup,
@@ -149,8 +164,9 @@ def main():
                                       key=lambda run: run["aps"])
                         top = median[kind, size, clients] = runs[len(runs) // 2]
                         log("%s %d B x %d: %.0f appends/s, p99 %d us, %s CPU us a append, "
-                            "%d errors" % (kind, size, clients, top["aps"], top["p99_us"],
-                                           top["cpu_us"], top["errors"]))
+                            "%d errors, other load %.2f cores" % (
+                                kind, size, clients, top["aps"], top["p99_us"], top["cpu_us"],
+                                top["errors"], top["other_cores"]))
                 times = figures["failover"][kind] = [
                     failover_seconds(group, cpus) for _ in range(args.failovers)]
                 log("%s failover: %s s" % (kind, ", ".join("%.2f" % t for t in times)))
@@ -172,11 +188,15 @@ def main():
                               "Java p99 ms", "CPU µs a append, ours / Java"], rows,
                              markdown=bool(args.markdown))
         failover = format_table(
-            ["group", "leader killed → first append, median (s)", "each kill (s)"],
+            ["group", "leader killed → first append, median (s)", "each kill (s)",
+             "idle CPU (cores)"],
             [[kind, "%.2f" % statistics.median(figures["failover"][kind]),
-              ", ".join("%.2f" % t for t in figures["failover"][kind])] for kind in kinds],
+              ", ".join("%.2f" % t for t in figures["failover"][kind]),
+              "%.3f" % figures["idle_cores"][kind]] for kind in kinds],
             markdown=bool(args.markdown))
     print(machine())
+    print("other load during the rows: at most %.2f cores" % max(
+        run["other_cores"] for run in median.values()))
     print(table)
     print(failover)
     if args.markdown:
