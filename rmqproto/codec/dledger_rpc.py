@@ -14,6 +14,9 @@ below. Every class has ``to_json()`` / ``from_json(data)`` that match
   they are ignored on input, like Java does;
 * unknown keys are ignored; a missing key keeps the Java field default.
 
+Bodies are written by ``orjson`` when that gives fastjson's bytes (no string needing one
+of the escapes where the two differ), else by :func:`rmqproto.codec.fastjson.dumps`.
+
 ``to_fields()`` gives the Java bean view (getter name → value, ``byte[]`` as hex,
 ``None`` kept), the shape the golden vectors record.
 """
@@ -21,6 +24,9 @@ below. Every class has ``to_json()`` / ``from_json(data)`` that match
 import base64
 import binascii
 import enum
+import re
+
+import orjson
 
 from rmqproto.codec import fastjson
 from rmqproto.codec.dledger import DLedgerEntry
@@ -304,6 +310,18 @@ def _bean_view(fields, obj, method):
     return {f.key: getattr(f.kind, method)(f.key, getattr(obj, f.attr)) for f in fields}
 
 
+def _json_writers(fields):
+    """``(key, attribute, kind.to_json)`` of ``fields`` sorted by key: :func:`_json_bean`'s."""
+    return tuple((f.key, f.attr, f.kind.to_json) for f in sorted(fields, key=lambda f: f.key))
+
+
+def _json_bean(writers, obj):
+    """``fastjson.bean`` of the JSON view of ``obj``: keys in order, ``None`` left out."""
+    attrs = obj.__dict__
+    return {key: value for key, attr, write in writers
+            if (value := write(key, attrs[attr])) is not None}
+
+
 def _from_bean(fields, data, what):
     if not isinstance(data, dict):
         _fail(what, "a JSON object", data)
@@ -332,9 +350,12 @@ class _EntryKind:
         return None if value is None else entry_from_json(value)
 
 
+_ENTRY_WRITERS = _json_writers(_ENTRY_FIELDS)
+
+
 def entry_to_json(entry):
     """The JSON bean of a :class:`DLedgerEntry` (a dict, ``None`` body left out)."""
-    return fastjson.bean(**_bean_view(_ENTRY_FIELDS, entry, "to_json"))
+    return _json_bean(_ENTRY_WRITERS, entry)
 
 
 def entry_from_json(data):
@@ -355,6 +376,22 @@ _BASE_FIELDS = (
 )
 
 
+#: Where orjson's output differs from fastjson's: control characters other than the short
+#: escapes (orjson writes lower-case hex), DEL, U+0080–U+009F and U+2028/U+2029 (orjson
+#: leaves them as they are).
+_NOT_AS_FASTJSON = re.compile(rb"\\u00|\x7f|\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
+
+
+def dumps(bean):
+    """``fastjson.dumps(bean)`` for a bean view (str keys; str, int, bool, list, dict values):
+    orjson's bytes when they are fastjson's, else fastjson's writer."""
+    try:
+        data = orjson.dumps(bean)
+    except (TypeError, orjson.JSONEncodeError):
+        return fastjson.dumps(bean)
+    return fastjson.dumps(bean) if _NOT_AS_FASTJSON.search(data) else data
+
+
 class RequestOrResponse:
     """Fields every DLedger request and response carries (``RequestOrResponse``).
 
@@ -366,11 +403,29 @@ class RequestOrResponse:
     #: JSON keys of fields only our members write (DLedger's Java class has none of them).
     EXTENSIONS = ()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._prepare()
+
+    @classmethod
+    def _prepare(cls):
+        """The per-class tables :meth:`__init__` uses: the attributes, the defaults."""
+        cls._ATTRS = frozenset(f.attr for f in cls.FIELDS)
+        cls._DEFAULTS = {f.attr: f.default for f in cls.FIELDS
+                         if not isinstance(f.default, list)}
+        cls._LIST_DEFAULTS = tuple(f for f in cls.FIELDS if isinstance(f.default, list))
+        cls._WRITERS = _json_writers(cls.FIELDS)
+
     def __init__(self, **values):
-        for f in self.FIELDS:
-            setattr(self, f.attr, values.pop(f.attr) if f.attr in values else f.initial())
+        attrs = self.__dict__
+        attrs.update(self._DEFAULTS)
+        for f in self._LIST_DEFAULTS:
+            attrs[f.attr] = f.initial()
         if values:
-            raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(values)))
+            if not self._ATTRS.issuperset(values):
+                raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(
+                    name for name in values if name not in self._ATTRS)))
+            attrs.update(values)
 
     def derived(self):
         """Values of getters that are not fields (JSON key → value)."""
@@ -378,14 +433,19 @@ class RequestOrResponse:
 
     def to_json(self):
         """The body bytes ``JSON.toJSONBytes`` writes for this object."""
-        view = _bean_view(self.FIELDS, self, "to_json")
-        view.update(self.derived())
-        return fastjson.dumps(fastjson.bean(**view))
+        bean = _json_bean(self._WRITERS, self)
+        derived = self.derived()
+        if derived:
+            bean.update(derived)
+            bean = fastjson.bean(**bean)
+        return dumps(bean)
 
     @classmethod
     def from_json(cls, data):
         """Parse a body as ``JSON.parseObject(bytes, cls)`` does."""
-        return cls(**_from_bean(cls.FIELDS, fastjson.loads(data), cls.__name__))
+        message = cls.__new__(cls)
+        message.__dict__.update(_from_bean(cls.FIELDS, fastjson.loads(data), cls.__name__))
+        return message
 
     def to_fields(self):
         """The Java bean view: every getter's value, ``byte[]`` as hex, nulls kept."""
@@ -399,6 +459,9 @@ class RequestOrResponse:
     def __repr__(self):
         return "%s(%s)" % (type(self).__name__, ", ".join(
             "%s=%r" % (f.attr, getattr(self, f.attr)) for f in self.FIELDS))
+
+
+RequestOrResponse._prepare()
 
 
 def _message(name, doc, *extra, base=RequestOrResponse):

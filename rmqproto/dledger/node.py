@@ -6,7 +6,8 @@ caller — the Twisted adapter, or a test's simulated network — does four thin
     node.receive(token, request, now)     # a request from a peer or a client
                                           # (receive_all: several decoded at once)
     node.deliver(request, response, now)  # the answer to a request from node.ready()
-                                          # (None when the call failed or timed out)
+                                          # (None when the call failed or timed out;
+                                          # deliver_all: several at once)
     node.tick(now)                        # timers: at node.next_deadline() (sooner is fine)
     ready = node.ready()                  # then, in this order:
         # 1. write ready.term_state to ``currterm`` if set, and sync it
@@ -127,10 +128,17 @@ class DLedgerNode:
 
     def deliver(self, request, response, now):
         """The answer to a request this node sent (None: it failed or timed out)."""
+        self.deliver_all([(request, response)], now)
+
+    def deliver_all(self, answers, now):
+        """Several ``(request, response)`` at once, handled before the work they cause (as
+        :meth:`receive_all` for requests)."""
         self.now = now
-        waiting = self._awaiting.pop(id(request), None)
-        if waiting is not None and waiting[1] is not None:
-            waiting[1](response)
+        awaiting = self._awaiting
+        for request, response in answers:
+            waiting = awaiting.pop(id(request), None)
+            if waiting is not None and waiting[1] is not None:
+                waiting[1](response)
         self._work(now)
 
     def tick(self, now):

@@ -8,6 +8,10 @@
   the DLedger status inside the body);
 * what the node sends goes to the peer's address from ``peers`` with a 3 s timeout; a
   failure or a timeout is delivered to the node as no answer (Java's NETWORK_ERROR);
+* the requests and answers of one turn of the reactor (everything its poll returned) are
+  handed to the node together right after that turn, and what the node sends and answers
+  then leaves in one write a connection: the appends of many clients go to a follower in
+  one send, its answers come back in one (docs/dledger.md, "Batching per turn");
 * the node ticks at its :meth:`~rmqproto.dledger.node.DLedgerNode.next_deadline`;
   ``currterm`` is written and synced before anything of the same round leaves (:meth:`_act`);
 * the store is flushed every ``flushFileInterval`` ms in a thread and its ``checkpoint``
@@ -32,6 +36,7 @@ from rmqproto.dledger.node import DLedgerNode
 from rmqproto.dledger.store import DLedgerStore, StoreSettings, TermFile
 from rmqproto.errors import CodecError
 from rmqproto.remoting import RemotingClient, RequestDispatcher
+from rmqproto.remoting.protocol import gathered_writes
 from rmqproto.store.mappedfile import run_flush_plan
 from rmqproto.store.retention import disk_partition_used_ratio, is_time_to_delete
 
@@ -78,6 +83,10 @@ class DLedgerServer:
         self.role_listeners = []
         self._answers = {}       # token → Deferred of the answer
         self._timer = None       # the next tick: (deadline in ms, IDelayedCall)
+        self._inbox = []         # this turn's requests: (token, request)
+        self._delivered = []     # this turn's answers: (request, response or None)
+        self._turn_end = None    # the IDelayedCall handing them to the node
+        self._stopped = False
         self._running = False
         self._flusher = task.LoopingCall(self.flush)
         self._flusher.clock = reactor
@@ -105,9 +114,14 @@ class DLedgerServer:
     def stop(self):
         """Stop the timers, close the peers' connections, flush and close the store."""
         self._running = False
+        self._stopped = True
         if self._timer is not None and self._timer[1].active():
             self._timer[1].cancel()
         self._timer = None
+        if self._turn_end is not None and self._turn_end.active():
+            self._turn_end.cancel()
+        self._turn_end = None
+        self._inbox, self._delivered = [], []
         for loop in (self._flusher, self._cleaner):
             if loop.running:
                 loop.stop()
@@ -147,9 +161,26 @@ class DLedgerServer:
                 code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT)))
         token = object()
         answer = self._answers[token] = defer.Deferred()
-        self.node.receive(token, message, self.now())
-        self._act()
+        self._inbox.append((token, message))
+        self._end_of_turn()
         return answer.addCallback(lambda result: self._frame(request, result[0]))
+
+    def _end_of_turn(self):
+        """Hand this turn's requests and answers to the node once the turn's events are in."""
+        if self._turn_end is None and not self._stopped:
+            self._turn_end = self.reactor.callLater(0, self._take_turn)
+
+    def _take_turn(self):
+        self._turn_end = None
+        delivered, self._delivered = self._delivered, []
+        inbox, self._inbox = self._inbox, []
+        now = self.now()
+        with gathered_writes():
+            if delivered:
+                self.node.deliver_all(delivered, now)
+            if inbox:
+                self.node.receive_all(inbox, now)
+            self._act()
 
     @staticmethod
     def _frame(request, response):
@@ -169,8 +200,8 @@ class DLedgerServer:
                 return None
 
         def delivered(message):
-            self.node.deliver(send.request, message, self.now())
-            self._act()
+            self._delivered.append((send.request, message))
+            self._end_of_turn()
 
         self.client.invoke(address, command, RPC_TIMEOUT).addCallbacks(
             answered, lambda failure: None).addCallback(delivered)

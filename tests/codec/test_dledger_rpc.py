@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmqproto.codec import dledger_rpc as rpc
+from rmqproto.codec import fastjson
 from rmqproto.codec.dledger import DLedgerEntry
 from support.interop import load_vectors
 from support.replication import (
@@ -184,6 +185,26 @@ def test_round_trip(cls, data):
     assert decoded == message
     assert decoded.to_json() == encoded
     json.loads(encoded)  # standard JSON whenever map keys are strings
+
+
+@settings(max_examples=25, deadline=None)
+@pytest.mark.parametrize("cls", list(CLASSES.values()), ids=list(CLASSES))
+@given(data=st.data())
+def test_the_orjson_path_writes_fastjsons_bytes(cls, data):
+    """``to_json`` (orjson when it agrees) against the declared writer, fastjson's, for any
+    field values, text with every escape included."""
+    message = data.draw(messages(cls))
+    view = rpc._bean_view(cls.FIELDS, message, "to_json")
+    view.update(message.derived())
+    assert message.to_json() == fastjson.dumps(fastjson.bean(**view))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x2100), max_size=8) | st.sampled_from(
+    ["\x00", "\x1f", "\x7f", "\x80", "\x9f", "\u2028", "\u2029", "\"\\/\b\f\n\r\t"]))
+def test_orjson_is_used_only_where_it_agrees_with_fastjson(text):
+    bean = {"group": text, "peers": {text: text}, "list": [text, 1, True]}
+    assert rpc.dumps(bean) == fastjson.dumps(bean)
 
 
 # ---------------------------------------------------------------- 5. fuzz

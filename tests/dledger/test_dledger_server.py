@@ -42,7 +42,7 @@ def settled(deferred):
 
 
 def test_a_group_of_one_appends_and_saves_its_term(tmp_path):
-    server, _ = solo(tmp_path)
+    server, clock = solo(tmp_path)
     response, positions = settled(server.append(b"hello"))
     assert (response.code, response.index, positions) == (Status.SUCCESS, 0, None)
     response, positions = settled(server.append([b"a", b"bb"]))
@@ -51,7 +51,9 @@ def test_a_group_of_one_appends_and_saves_its_term(tmp_path):
     assert term == server.node.term and vote == "n0"
     request = RemotingCommand(int(DLedgerRequestCode.APPEND), opaque=3, body=AppendEntryRequest(
         group="g", remote_id="n0", body=b"over the wire").to_json())
-    frame = settled(server.dispatcher.dispatch(request, RequestContext(None, "10.0.0.1:1")))
+    answered = server.dispatcher.dispatch(request, RequestContext(None, "10.0.0.1:1"))
+    clock.advance(0)        # the end of the reactor's turn hands the request to the node
+    frame = settled(answered)
     answer = decode_frame(frame[4:])
     assert answer.code == 200 and AppendEntryResponse.from_json(answer.body).index == 3
     bad = RemotingCommand(int(DLedgerRequestCode.APPEND), opaque=4, body=b"\xff{")

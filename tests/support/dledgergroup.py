@@ -34,10 +34,11 @@ class Group:
     """Members ``ids`` as separate processes under ``workdir`` (ports picked free): ours
     (``twistd -n rmq-dledger``), and the real DLedger 0.3.1.2 for the ids in ``java``.
     With ``metrics``, ours serve ``/metrics`` on the ports of :attr:`metrics_ports`; with
-    ``console``, the web console on those of :attr:`console_ports`."""
+    ``console``, the web console on those of :attr:`console_ports`; ``java_options`` go to
+    the Java members' JVMs after the usual flags (``-Xmx256m``)."""
 
     def __init__(self, workdir, ids=("n0", "n1", "n2"), group="g", ports=None, java=(),
-                 metrics=False, console=False, **settings):
+                 metrics=False, console=False, java_options=(), **settings):
         self.workdir = Path(workdir)
         self.ids = list(ids)
         self.java = set(java)
@@ -45,6 +46,7 @@ class Group:
         self.ports = dict(zip(self.ids, ports or [free_port() for _ in self.ids]))
         self.peers = peers_string(self.ids, [self.ports[m] for m in self.ids])
         self.settings = settings
+        self.java_options = list(java_options)
         self.metrics_ports = ({m: free_port() for m in self.ids if m not in self.java}
                               if metrics else {})
         self.console_ports = ({m: free_port() for m in self.ids if m not in self.java}
@@ -78,7 +80,7 @@ class Group:
         return self.peers
 
     def _start_java(self, member, base):
-        command = ["java", *JAVA_FLAGS, "-cp", build_classpath("dledger"), "rmqproto.dledger.Member",
+        command = ["java", *JAVA_FLAGS, *self.java_options, "-cp", build_classpath("dledger"), "rmqproto.dledger.Member",
                    self.group, member, self.peers_of(member), str(base),
                    *("%s=%s" % item for item in self.settings.items())]
         process = ManagedProcess(command, base / "java-member.log", cwd=base)
