@@ -81,6 +81,10 @@ class DLedgerServer:
         self.client = RemotingClient(reactor)
         #: ``listener(term, role)`` for every role change (the broker's role handler)
         self.role_listeners = []
+        #: ``observer(ms)`` with the time each append took to be settled (the metrics); the
+        #: appends are timed only while there is one
+        self.append_observers = []
+        self._append_started = {}  # token → ms the append came in
         self._answers = {}       # token → Deferred of the answer
         self._timer = None       # the next tick: (deadline in ms, IDelayedCall)
         self._inbox = []         # this turn's requests: (token, request)
@@ -129,6 +133,7 @@ class DLedgerServer:
             if not answer.called:
                 answer.errback(RuntimeError("the DLedger server stopped"))
         self._answers.clear()
+        self._append_started.clear()
         closed = self.client.close()
         self.store.close()
         return closed
@@ -146,6 +151,8 @@ class DLedgerServer:
         how: SUCCESS once a quorum has it, NOT_LEADER, LEADER_PENDING_FULL, …)."""
         token = object()
         answer = self._answers[token] = defer.Deferred()
+        if self.append_observers:
+            self._append_started[token] = self.now()
         self.node.propose(token, bodies, self.now())
         self._act()
         return answer
@@ -161,6 +168,8 @@ class DLedgerServer:
                 code=int(DLedgerResponseCode.UNEXPECTED_ARGUMENT)))
         token = object()
         answer = self._answers[token] = defer.Deferred()
+        if self.append_observers and request.code == DLedgerRequestCode.APPEND:
+            self._append_started[token] = self.now()
         self._inbox.append((token, message))
         self._end_of_turn()
         return answer.addCallback(lambda result: self._frame(request, result[0]))
@@ -216,11 +225,21 @@ class DLedgerServer:
         if self._running:
             self._schedule()
 
+    def _time_appends(self, replies):
+        now = self.now()
+        for reply in replies:
+            started = self._append_started.pop(reply.token, None)
+            if started is not None and reply.response.code == DLedgerResponseCode.SUCCESS:
+                for observer in self.append_observers:
+                    observer(now - started)
+
     def _carry_out(self, ready):
         if ready.term_state is not None:
             self.terms.save(ready.term_state.curr_term, ready.term_state.vote_leader)
         for send in ready.messages:
             self._call(send)
+        if self._append_started:
+            self._time_appends(ready.replies)
         for reply in ready.replies:
             answer = self._answers.pop(reply.token, None)
             if answer is not None:

@@ -1,7 +1,8 @@
 """A group of three ``twistd -n rmq-dledger --metricsPort …``: every member's ``/metrics``
 parses with prometheus_client's parser; the leader there is the one the group's METADATA
 answers name, all members show one term, the leader's water marks reach every member's
-ledger end; killing the leader shows a new leader with a higher term and a counted election."""
+ledger end, and its append latency histogram counts the appends; killing the leader shows a
+new leader with a higher term and a counted election."""
 
 import pytest
 
@@ -47,6 +48,13 @@ def test_metrics_follow_the_group_and_its_elections(group):
     marks = {labels["peer"]: v for labels, v in samples[first]["rmqproto_dledger_peer_water_mark"]}
     assert marks == {member: last for member in group.ids}
     assert all("rmqproto_dledger_peer_water_mark" not in s  # a family without samples
+               for m, s in samples.items() if m != first)
+    # every append the leader settled is in its latency histogram; followers settled none
+    count = value(samples[first], "rmqproto_dledger_append_latency_seconds_count")
+    assert count >= 10
+    assert value(samples[first], "rmqproto_dledger_append_latency_seconds_bucket", le="+Inf") == count
+    assert value(samples[first], "rmqproto_dledger_append_latency_seconds_sum") >= 0
+    assert all(value(s, "rmqproto_dledger_append_latency_seconds_count") == 0
                for m, s in samples.items() if m != first)
 
     group.kill(first)
