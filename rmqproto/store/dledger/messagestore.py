@@ -118,8 +118,24 @@ class DLedgerMessageStore(DefaultMessageStore):
         self._recover_topic_queue_table()
 
     def start(self):
+        """The default store's start (the consume queues dispatched up to the committed
+        position), after a crash the index made whole again, then the member's start."""
         super().start()
+        if not self.last_exit_ok and self.config["messageIndexEnable"]:
+            self._reindex()
         self.dledger.start()
+
+    def _reindex(self):
+        """After a crash the index lost its files newer than the checkpoint: dispatch again
+        from where the newest remaining file ends (the consume queues skip the units they
+        have, the index the offsets it has), as the classic recovery does from its walk."""
+        files = self.index_service.files
+        start = max(files[-1].index.end_phy_offset if files else 0,
+                    self.commit_log.min_offset, 0)
+        if start < self.reput.reput_from_offset:
+            log.info("dispatching again from {offset} for the index", offset=start)
+            self.reput.reput_from_offset = start
+            self.reput.do_reput()
 
     def shutdown(self):
         """The default store's clean stop, then the member's (its files flushed, its
