@@ -30,6 +30,7 @@ BODY_OFFSET = entry_codec.BODY_OFFSET
 PHYSICAL_OFFSET_POSITION = 28
 _HEAD = struct.Struct(">ii")
 _LONG = struct.Struct(">q")
+_PHYSICAL_OFFSET_END = PHYSICAL_OFFSET_POSITION + _LONG.size
 _COMMIT_LOG_MAGICS = frozenset((msg.MESSAGE_MAGIC_CODE, msg.MESSAGE_MAGIC_CODE_V2,
                                 msg.BLANK_MAGIC_CODE))
 
@@ -53,8 +54,11 @@ def put_status(code):
 
 def set_physical_offset(body_pos, body):
     """The append hook: ``body`` (a record, a ``bytearray``) with its PHYSICALOFFSET set to
-    ``body_pos``, the absolute position of the record in the data files."""
-    _LONG.pack_into(body, PHYSICAL_OFFSET_POSITION, body_pos)
+    ``body_pos``, the absolute position of the record in the data files. A body too short
+    to be a record (an entry a DLedger client appended) is left as it is (Java's hook would
+    throw, failing the append)."""
+    if len(body) >= _PHYSICAL_OFFSET_END:
+        _LONG.pack_into(body, PHYSICAL_OFFSET_POSITION, body_pos)
     return body
 
 
