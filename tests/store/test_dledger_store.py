@@ -92,6 +92,8 @@ def test_a_restart_keeps_queues_and_offsets_and_a_torn_tail_is_cut(tmp_path):
             result = yield put(store, record(body=body, KEYS="key%d other%d" % (k, k)))
             assert result.status is PutMessageStatus.PUT_OK
         yield poll_until(reactor, store.dispatched)
+        # the full first index file is flushed and in the checkpoint: a crash keeps it
+        yield poll_until(reactor, lambda: store.checkpoint.index_msg_timestamp > 0)
         assert len(os.listdir(data_dir(group, "n0"))) == 3
         yield group.close("n0")
         store = group.open("n0")
