@@ -198,8 +198,6 @@ JAVA_ONLY_SETTINGS = Settings(
     _unused("enableMultiDispatch", False, "light message queues (LMQ)"),
     _unused("enableLmq", False, "light message queues (LMQ)"),
     _unused("maxLmqConsumeQueueNum", 20000, "light message queues (LMQ)"),
-    _unused("enableDLegerCommitLog", False, "a DLedger commit log (not built yet)"),
-    _unused("isEnableBatchPush", False, "DLedger batch push (not built yet)"),
 )
 
 #: Every setting a ``broker.conf`` may hold: the broker's and the store's.

@@ -85,6 +85,10 @@ class DLedgerServer:
         #: appends are timed only while there is one
         self.append_observers = []
         self._append_started = {}  # token → ms the append came in
+        #: ``listener(committed_index)`` whenever the committed index moved (the broker's
+        #: dispatch of committed entries)
+        self.commit_listeners = []
+        self._committed_index = self.store.committed_index
         self._answers = {}       # token → Deferred of the answer
         self._timer = None       # the next tick: (deadline in ms, IDelayedCall)
         self._inbox = []         # this turn's requests: (token, request)
@@ -222,6 +226,11 @@ class DLedgerServer:
         ready = self.node.ready()
         if ready:
             self._carry_out(ready)
+        committed = self.store.committed_index
+        if committed != self._committed_index:
+            self._committed_index = committed
+            for listener in self.commit_listeners:
+                listener(committed)
         if self._running:
             self._schedule()
 
