@@ -26,7 +26,7 @@ count the tail's records (:meth:`IDLedgerRoleStore.recover_topic_queue_table`).
 
 from typing import NamedTuple
 
-from zope.interface import Interface
+from zope.interface import Attribute, Interface
 
 from rmqproto.broker.dledgerconfig import slave_broker_id
 from rmqproto.dledger.actions import Role
@@ -43,14 +43,14 @@ SYNC_MASTER = "SYNC_MASTER"
 class LeaderProgress(NamedTuple):
     """What a new leader's wait looks at: the member (``role``, ``term``), its log
     (``end_index``, ``end_term``: the term of the last entry, ``committed_index``) and the
-    message store (``dispatch_behind``: committed bytes not yet in the consume queues)."""
+    message store (``dispatched``: every committed entry is in the consume queues)."""
 
     role: Role
     term: int
     end_index: int
     end_term: int
     committed_index: int
-    dispatch_behind: int
+    dispatched: bool
 
 
 class ChangeToSlave(NamedTuple):
@@ -119,7 +119,7 @@ class RoleChangeHandler:
         with entries of an older term only (they commit with the first own append)."""
         if progress.end_index == -1:
             return True
-        if progress.dispatch_behind:
+        if not progress.dispatched:
             return False
         return (progress.committed_index == progress.end_index
                 or progress.end_term < progress.term)
@@ -128,8 +128,11 @@ class RoleChangeHandler:
 class IDLedgerRoleStore(Interface):
     """What the role changes need from a message store on a DLedger commit log."""
 
-    def dispatch_behind_bytes():
-        """Committed commit-log bytes not yet dispatched to the consume queues."""
+    dledger = Attribute("The DLedger member (a :class:`~rmqproto.dledger.server.DLedgerServer`), "
+                        "made when the store loads and started with it.")
+
+    def dispatched():
+        """Whether every committed entry is in the consume queues."""
 
     def recover_topic_queue_table():
         """Set every queue's next offset past its last record in the log: those of the

@@ -12,8 +12,8 @@ from rmqproto.dledger.actions import Role
 BECOME_MASTER = [RecoverTopicQueueTable(), ChangeToMaster("SYNC_MASTER")]
 
 
-def progress(term=3, role=Role.LEADER, end=9, end_term=3, committed=9, behind=0):
-    return LeaderProgress(role, term, end, end_term, committed, behind)
+def progress(term=3, role=Role.LEADER, end=9, end_term=3, committed=9, behind=False):
+    return LeaderProgress(role, term, end, end_term, committed, not behind)
 
 
 @pytest.mark.parametrize("self_id, broker_id", [("n0", 1), ("n2", 3), ("x10", 11)])
@@ -56,8 +56,8 @@ def test_an_empty_log_is_ready_at_once():
 
 @pytest.mark.parametrize("waiting", [
     dict(committed=7),              # entries of its own term not yet on a quorum
-    dict(behind=120),               # committed, not yet in the consume queues
-    dict(end_term=2, committed=7, behind=1),
+    dict(behind=True),               # committed, not yet in the consume queues
+    dict(end_term=2, committed=7, behind=True),
 ])
 def test_a_leader_polls_every_100_ms_until_ready(waiting):
     handler = RoleChangeHandler("n0", "SLAVE")
