@@ -84,6 +84,9 @@ class BrokerService(StartsCleanly, service.MultiService):
     def _serve_dledger(self, backlog):
         """The role changes, and the RPC of the store's DLedger member served on its own
         address of ``dLegerPeers`` (Java's ``DLedgerRpcNettyService``, in the broker's process)."""
+        if not hasattr(self.controller.store, "dledger"):
+            raise ConfigError("enableDLegerCommitLog=true: the store (storeType=%s) has no DLedger "
+                              "commit log" % (self.config.get("storeType") or "default"))
         self.ha = DLedgerRoles(self.controller)
         self.dledger_factory = RemotingFactory(MemberDispatcher(self.controller.store),
                                                self.reactor)
