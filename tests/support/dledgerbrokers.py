@@ -6,7 +6,7 @@ import re
 from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode, ResponseCode
 from support.daemons import Daemon, start_nameserver
-from support.processes import free_port
+from support.processes import free_port, wait_for_port
 from support.syncclient import call, wait_until
 
 __all__ = ["BROKER_NAME", "MEMBERS", "DLedgerBrokers", "cluster_list_roles"]
@@ -29,8 +29,10 @@ class DLedgerBrokers:
         self.peers = ";".join("%s-127.0.0.1:%d" % (m, p + 2) for m, p in self.ports.items())
         self.settings = dict(STORE, **settings)
         self.brokers = {}
+        for member in MEMBERS:      # started together, then waited for: a start takes seconds
+            self.start(member, wait=False)
         for member in MEMBERS:
-            self.start(member)
+            wait_for_port(self.ports[member], 30, self.brokers[member])
 
     def addr(self, member):
         return "127.0.0.1:%d" % self.ports[member]
@@ -38,8 +40,9 @@ class DLedgerBrokers:
     def member_of(self, addr):
         return next(m for m in MEMBERS if self.addr(m) == addr)
 
-    def start(self, member):
-        """Start (or restart, on the same store and ports) ``member``'s broker."""
+    def start(self, member, wait=True):
+        """Start (or restart, on the same store and ports) ``member``'s broker; with ``wait``,
+        wait until it listens."""
         directory = self.workdir / member
         directory.mkdir(exist_ok=True)
         values = dict(self.settings, listenPort=self.ports[member], bindAddress="127.0.0.1",
@@ -49,7 +52,7 @@ class DLedgerBrokers:
                       dLegerPeers=self.peers, dLegerSelfId=member)
         options = [item for name, value in values.items() for item in ("--" + name, value)]
         self.brokers[member] = Daemon(directory, "rmq-master", *options,
-                                      port=self.ports[member])
+                                      port=self.ports[member] if wait else None)
 
     def broker_addrs(self):
         """``{brokerId: address}`` the NameServer routes TBW102 to, or None."""
