@@ -5,6 +5,8 @@ sent to the master are read back on it; when the master stops, another member's 
 over as master with every acknowledged message and takes new sends, and the remaining slave
 copies the new master's metadata (a topic created on it) once a registration answer names it."""
 
+import shutil
+
 from twisted.internet import defer
 
 from rmqproto.codec.codes import RequestCode, ResponseCode
@@ -105,4 +107,8 @@ def test_a_dledger_group_fails_over_in_process(tmp_path):
                 yield service.stopService()
             yield client.close()
 
-    run_reactor(scenario, timeout=60)
+    try:
+        run_reactor(scenario, timeout=60)
+    finally:
+        for member in ("n0", "n1", "n2"):  # DLedger reserves its segments whole
+            shutil.rmtree(tmp_path / member, ignore_errors=True)

@@ -2,6 +2,7 @@
 DLedger commit log; they elect a master, a real Java 4.9.8 producer and consumer use it
 through the NameServer alone, and SIGTERM stops all four cleanly."""
 
+import shutil
 import signal
 
 import pytest
@@ -27,7 +28,9 @@ def broker_addrs(namesrv_addr):
     return addrs if len(addrs) == 3 and 0 in addrs else None
 
 
-def test_one_command_runs_a_dledger_group_a_java_client_uses(tmp_path):
+def test_one_command_runs_a_dledger_group_a_java_client_uses(tmp_path, request):
+    # DLedger reserves its segments whole: the data goes whatever the outcome
+    request.addfinalizer(lambda: shutil.rmtree(tmp_path / "data", ignore_errors=True))
     base = free_port(30) + 2      # brokers on base, +10, +20; members on +2, +12, +22
     ports = dict(listenPort=base, namesrvPort=base + 26, metricsPort=0)
     conf = tmp_path / "broker.conf"
@@ -57,3 +60,4 @@ def test_one_command_runs_a_dledger_group_a_java_client_uses(tmp_path):
     for member in ("n0", "n1", "n2"):  # each line says which broker wrote it
         assert "[%s rmqproto.broker.dledgerbroker#info]" % member in log
         assert not (tmp_path / "data" / member / "abort").exists()
+

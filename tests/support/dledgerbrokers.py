@@ -2,6 +2,7 @@
 our NameServer (docs/broker-dledger.md, "Running it")."""
 
 import re
+import shutil
 
 from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode, ResponseCode
@@ -75,9 +76,12 @@ class DLedgerBrokers:
         return wait_until(ready, timeout=timeout, interval=0.2)
 
     def stop(self):
+        """Stop everything and remove the stores (DLedger reserves its segments whole)."""
         for daemon in self.brokers.values():
             daemon.stop()
         self.namesrv.stop()
+        for member in MEMBERS:
+            shutil.rmtree(self.workdir / member / "store", ignore_errors=True)
 
 
 def cluster_list_roles(output, broker_name=BROKER_NAME):
