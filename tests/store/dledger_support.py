@@ -10,7 +10,7 @@ from rmqproto.codec.message import MessageRecord, decode_message_id, decode_reco
 from rmqproto.remoting import RemotingFactory
 from rmqproto.store.dledger import DLedgerMessageStore
 from support.processes import free_port
-from support.realreactor import poll_until
+from support.realreactor import poll_until, run_reactor
 
 STORE_HOST = ("10.9.8.7", 10911)
 #: Small segments, index files and timeouts so that rolls happen and tests stay quick.
@@ -91,6 +91,21 @@ class Group:
     def wait_for_leader(self, timeout=15.0):
         yield poll_until(self.reactor, lambda: self.leader() is not None, timeout)
         return self.leader()
+
+
+def run_member(tmp_path, steps, ids=("n0",), timeout=30):
+    """Run ``steps(reactor, group, store)`` (a generator function, run as inlineCallbacks)
+    on a real reactor, with the first of members ``ids`` open; all are closed afterwards."""
+    @defer.inlineCallbacks
+    def scenario(reactor):
+        group = Group(reactor, tmp_path, ids=ids)
+        store = group.open(ids[0])
+        try:
+            yield defer.inlineCallbacks(steps)(reactor, group, store)
+        finally:
+            yield group.close_all()
+
+    return run_reactor(scenario, timeout)
 
 
 def pull_bodies(store, offset, count, topic="TopicA", queue_id=0):

@@ -6,16 +6,14 @@ of entries that are not committed yet."""
 import struct
 
 import pytest
-from twisted.internet import defer
 
-from dledger_support import Group, put, record
+from dledger_support import put, record, run_member
 from rmqproto.codec import dledger as entry_codec
 from rmqproto.codec import message as msg
 from rmqproto.codec.dledger_rpc import DLedgerResponseCode as Code
 from rmqproto.store.dledger.entries import (EntryScan, put_status, set_physical_offset,
                                             split_records)
 from rmqproto.store.results import PutMessageStatus as S
-from support.realreactor import run_reactor
 
 
 def encoded(*records):
@@ -84,25 +82,19 @@ def test_the_status_of_a_settled_append(code, status):
 
 
 def test_a_new_leader_counts_the_records_of_its_uncommitted_tail(tmp_path):
-    @defer.inlineCallbacks
-    def scenario(reactor):
-        group = Group(reactor, tmp_path, ids=["n0"])
-        store = group.open("n0")
-        try:
-            yield group.wait_for_leader()
-            for k in range(3):
-                yield put(store, record(body=b"c%d" % k))
-            # entries of an older leader that this one holds, not committed yet
-            ledger = store.commit_log.ledger
-            data, fields = encoded(record(body=b"t0"), record(topic="TopicB", body=b"t1"))
-            for body in split_records(data, fields):
-                ledger.append_as_leader(bytes(body), 0)
-            store.commit_log.topic_queue_table.clear()
-            store.recover_topic_queue_table()
-            table = store.commit_log.topic_queue_table
-            assert (table[("TopicA", 0)], table[("TopicB", 0)]) == (6, 7)
-            assert store.dispatched() and store.get_max_offset_in_queue("TopicA", 0) == 3
-        finally:
-            yield group.close_all()
+    def steps(reactor, group, store):
+        yield group.wait_for_leader()
+        for k in range(3):
+            yield put(store, record(body=b"c%d" % k))
+        # entries of an older leader that this one holds, not committed yet
+        ledger = store.commit_log.ledger
+        data, fields = encoded(record(body=b"t0"), record(topic="TopicB", body=b"t1"))
+        for body in split_records(data, fields):
+            ledger.append_as_leader(bytes(body), 0)
+        store.commit_log.topic_queue_table.clear()
+        store.recover_topic_queue_table()
+        table = store.commit_log.topic_queue_table
+        assert (table[("TopicA", 0)], table[("TopicB", 0)]) == (6, 7)
+        assert store.dispatched() and store.get_max_offset_in_queue("TopicA", 0) == 3
 
-    run_reactor(scenario, timeout=30)
+    run_member(tmp_path, steps)

@@ -10,8 +10,9 @@ import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
-from dledger_support import Group, offset_of, put, record
+from dledger_support import Group, offset_of, put, record, run_member
 from rmqproto.codec import dledger as entry_codec
+from rmqproto.codec import message as msg
 from rmqproto.codec.message import decode_record
 from rmqproto.config import ConfigError
 from rmqproto.store.config import STORE_SETTINGS
@@ -26,63 +27,57 @@ def data_dir(group, member):
 
 
 def test_sends_and_batches_become_entries_read_back_through_the_queues(tmp_path):
-    @defer.inlineCallbacks
-    def scenario(reactor):
-        group = Group(reactor, tmp_path, ids=["n0"])
-        store = group.open("n0")
-        try:
-            yield group.wait_for_leader()
-            first = yield put(store, record(body=b"one", KEYS="k1"))
-            assert first.status is PutMessageStatus.PUT_OK
-            appended = first.append_result
-            # the first entry at 0: its record at 48, the offset msgId and PHYSICALOFFSET say so
-            assert appended.wrote_offset == 48 == offset_of(appended.msg_id)
-            assert appended.logics_offset == 0
-            batch = yield put(store, *[record(body=b"b%d" % k) for k in range(3)])
-            assert batch.status is PutMessageStatus.PUT_OK
-            assert batch.append_result.logics_offset == 1 and batch.append_result.msg_num == 3
-            offsets = [offset_of(i) for i in batch.append_result.msg_id.split(",")]
-            yield poll_until(reactor, lambda: store.get_max_offset_in_queue("TopicA", 0) == 4)
-            got = store.get_message("g", "TopicA", 0, 0, 32)
-            assert got.status is GetMessageStatus.FOUND
-            records = [decode_record(m) for m in got.messages]
-            assert [r.body for r in records] == [b"one", b"b0", b"b1", b"b2"]
-            assert [r.queue_offset for r in records] == [0, 1, 2, 3]
-            assert [r.commit_log_offset for r in records] == [48] + offsets
-            assert store.look_message_by_offset(offsets[1]).body == b"b1"
-            assert store.get_commit_log_offset_in_queue("TopicA", 0, 2) == offsets[1]
-            found = store.query_message("TopicA", "k1", 32, 0, 2 ** 62)
-            assert [decode_record(m).body for m in found.messages] == [b"one"]
-            # the entries on disk: [header][record], the record's position pos + 48
-            ledger = store.commit_log.ledger
-            entry = ledger.get(1)
-            assert entry.pos + entry_codec.BODY_OFFSET == offsets[0]
-            assert decode_record(entry.body).commit_log_offset == offsets[0]
-            assert store.get_max_phy_offset() == ledger.committed_pos == ledger.end_pos
-        finally:
-            yield group.close_all()
+    def steps(reactor, group, store):
+        yield group.wait_for_leader()
+        first = yield put(store, record(body=b"one", KEYS="k1"))
+        assert first.status is PutMessageStatus.PUT_OK
+        appended = first.append_result
+        # the first entry at 0: its record at 48, the offset msgId and PHYSICALOFFSET say so
+        assert appended.wrote_offset == 48 == offset_of(appended.msg_id)
+        assert appended.logics_offset == 0
+        batch = yield put(store, *[record(body=b"b%d" % k) for k in range(3)])
+        assert batch.status is PutMessageStatus.PUT_OK
+        assert batch.append_result.logics_offset == 1 and batch.append_result.msg_num == 3
+        offsets = [offset_of(i) for i in batch.append_result.msg_id.split(",")]
+        # a batch as the broker hands it over: packed, written from the request's body
+        packed = msg.pack_batch(msg.encode_batch([msg.Message(b"p0"), msg.Message(b"p1")]),
+                                {}, record(body=b""))
+        result = yield store.put_messages(packed)
+        assert (result.status, result.append_result.logics_offset) == (
+            PutMessageStatus.PUT_OK, 4)
+        yield poll_until(reactor, lambda: store.get_max_offset_in_queue("TopicA", 0) == 6)
+        got = store.get_message("g", "TopicA", 0, 0, 32)
+        assert got.status is GetMessageStatus.FOUND
+        records = [decode_record(m) for m in got.messages]
+        assert [r.body for r in records] == [b"one", b"b0", b"b1", b"b2", b"p0", b"p1"]
+        assert [r.queue_offset for r in records] == [0, 1, 2, 3, 4, 5]
+        assert [r.commit_log_offset for r in records[:4]] == [48] + offsets
+        assert store.look_message_by_offset(offsets[1]).body == b"b1"
+        assert store.get_commit_log_offset_in_queue("TopicA", 0, 2) == offsets[1]
+        found = store.query_message("TopicA", "k1", 32, 0, 2 ** 62)
+        assert [decode_record(m).body for m in found.messages] == [b"one"]
+        # the entries on disk: [header][record], the record's position pos + 48
+        ledger = store.commit_log.ledger
+        entry = ledger.get(1)
+        assert entry.pos + entry_codec.BODY_OFFSET == offsets[0]
+        assert decode_record(entry.body).commit_log_offset == offsets[0]
+        assert store.get_max_phy_offset() == ledger.committed_pos == ledger.end_pos
 
-    run_reactor(scenario, timeout=30)
+    run_member(tmp_path, steps)
 
 
 def test_a_member_that_is_not_the_leader_writes_nothing_and_is_busy(tmp_path):
-    @defer.inlineCallbacks
-    def scenario(reactor):
-        group = Group(reactor, tmp_path)  # three members, one of them up: no leader
-        store = group.open("n0")
-        try:
-            refused = yield put(store, record())
-            assert refused.status is PutMessageStatus.OS_PAGECACHE_BUSY
-            assert refused.append_result.wrote_offset == 0
-            assert store.commit_log.ledger.end_index == -1
-            assert store.get_max_phy_offset() == 0
-            store.config["brokerRole"] = "SLAVE"
-            refused = yield put(store, record())
-            assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
-        finally:
-            yield group.close_all()
+    def steps(reactor, group, store):  # three members, one of them up: no leader
+        refused = yield put(store, record())
+        assert refused.status is PutMessageStatus.OS_PAGECACHE_BUSY
+        assert refused.append_result.wrote_offset == 0
+        assert store.commit_log.ledger.end_index == -1
+        assert store.get_max_phy_offset() == 0
+        store.config["brokerRole"] = "SLAVE"
+        refused = yield put(store, record())
+        assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
 
-    run_reactor(scenario, timeout=30)
+    run_member(tmp_path, steps, ids=("n0", "n1", "n2"))
 
 
 def test_a_restart_keeps_queues_and_offsets_and_a_torn_tail_is_cut(tmp_path):
@@ -93,9 +88,12 @@ def test_a_restart_keeps_queues_and_offsets_and_a_torn_tail_is_cut(tmp_path):
         yield group.wait_for_leader()
         bodies = [b"m%03d" % k + b"x" * 900 for k in range(150)]  # more than one 64 KiB segment
         for k, body in enumerate(bodies):
-            result = yield put(store, record(body=body, KEYS="key%d" % k))
+            # two index entries a message: the first index file (200) fills and is kept
+            result = yield put(store, record(body=body, KEYS="key%d other%d" % (k, k)))
             assert result.status is PutMessageStatus.PUT_OK
         yield poll_until(reactor, store.dispatched)
+        # the full first index file is flushed and in the checkpoint: a crash keeps it
+        yield poll_until(reactor, lambda: store.checkpoint.index_msg_timestamp > 0)
         assert len(os.listdir(data_dir(group, "n0"))) == 3
         yield group.close("n0")
         store = group.open("n0")
@@ -107,6 +105,9 @@ def test_a_restart_keeps_queues_and_offsets_and_a_torn_tail_is_cut(tmp_path):
         yield poll_until(reactor, lambda: store.get_max_offset_in_queue("TopicA", 0) == 151)
         # a crash that tore the last entry: its header zeroed, abort left behind
         last = store.commit_log.ledger.get(150)
+        index_dir = os.path.join(str(tmp_path), "n0", "index")
+        index_files = sorted(os.listdir(index_dir))
+        assert len(index_files) == 2
         yield group.close("n0")
         open(os.path.join(str(tmp_path), "n0", "abort"), "wb").close()
         size = 64 * 1024
@@ -120,7 +121,8 @@ def test_a_restart_keeps_queues_and_offsets_and_a_torn_tail_is_cut(tmp_path):
             assert store.get_max_offset_in_queue("TopicA", 0) == 150
             got = store.get_message("g", "TopicA", 0, 149, 32)
             assert [decode_record(m).body for m in got.messages] == [bodies[-1]]
-            # the index lost its files after the crash: made whole again
+            # the index lost its newest file after the crash: made whole again
+            assert sorted(os.listdir(index_dir))[0] == index_files[0]
             for k in (0, 77, 149):
                 found = store.query_message("TopicA", "key%d" % k, 32, 0, 2 ** 62)
                 assert [decode_record(m).body for m in found.messages] == [bodies[k]]

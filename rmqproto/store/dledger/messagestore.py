@@ -27,7 +27,7 @@ from rmqproto.dledger.server import DLedgerServer
 from rmqproto.store.commitlog import consumable
 from rmqproto.store.defaultstore import DefaultMessageStore, _human_bytes
 from rmqproto.store.dledger.commitlog import KEEP_DLEDGER_HOURS, DLedgerCommitLog, dledger_config
-from rmqproto.store.dledger.entries import EntryScan, put_status
+from rmqproto.store.dledger.entries import BODY_OFFSET, EntryScan, put_status
 from rmqproto.store.interfaces import IMessageStore
 from rmqproto.store.results import (PUT_OK, AppendMessageResult, AppendMessageStatus,
                                     PutMessageResult, PutMessageStatus)
@@ -130,8 +130,10 @@ class DLedgerMessageStore(DefaultMessageStore):
         from where the newest remaining file ends (the consume queues skip the units they
         have, the index the offsets it has), as the classic recovery does from its walk."""
         files = self.index_service.files
-        start = max(files[-1].index.end_phy_offset if files else 0,
-                    self.commit_log.min_offset, 0)
+        start = files[-1].index.end_phy_offset if files else 0  # a record's offset
+        if start >= max(self.commit_log.divided_commitlog_offset, 0) + BODY_OFFSET:
+            start -= BODY_OFFSET  # the entry holding it
+        start = max(start, self.commit_log.min_offset, 0)
         if start < self.reput.reput_from_offset:
             log.info("dispatching again from {offset} for the index", offset=start)
             self.reput.reput_from_offset = start
