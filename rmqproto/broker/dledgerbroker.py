@@ -27,6 +27,7 @@ from rmqproto.broker.dledgerrole import (
 )
 from rmqproto.broker.slavesync import SlaveSynchronize
 from rmqproto.dledger.actions import Role
+from rmqproto.metrics.dledger import DLedgerCollector
 from rmqproto.remoting import RequestDispatcher
 
 __all__ = ["DLedgerRoles", "MemberDispatcher"]
@@ -46,6 +47,8 @@ class DLedgerRoles(service.Service):
         self.handler = RoleChangeHandler(controller.config["dLegerSelfId"],
                                          controller.config["brokerRole"])
         self.slave_sync = SlaveSynchronize(controller)
+        #: the member's figures (docs/observability.md), from the start on
+        self.member_metrics = None
         self._timer = None
 
     def now(self):
@@ -56,6 +59,7 @@ class DLedgerRoles(service.Service):
     def startService(self):
         super().startService()
         self.server = self.controller.store.dledger
+        self.member_metrics = DLedgerCollector(self.server)
         self.server.role_listeners.append(self.role_changed)
         self.controller.registration.master_listeners.append(self.master_changed)
         node = self.server.node
@@ -71,6 +75,11 @@ class DLedgerRoles(service.Service):
             listeners.remove(self.master_changed)
         self._cancel_timer()
         self.slave_sync.stop()
+
+    def collect(self):
+        """The member's metrics (a collector of the broker's ``/metrics``), once it runs."""
+        if self.member_metrics is not None:
+            yield from self.member_metrics.collect()
 
     # ------------------------------------------------------------ inputs
 

@@ -148,6 +148,8 @@ class BrokerService(StartsCleanly, service.MultiService):
                                         self.controller.dispatcher, labels)]
         if isinstance(self.ha, HAMasterService):
             collectors.append(HAMasterCollector(self.ha))
+        elif isinstance(self.ha, DLedgerRoles):
+            collectors.append(self.ha)
 
         return collectors
 

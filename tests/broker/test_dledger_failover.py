@@ -68,6 +68,10 @@ def test_a_dledger_group_fails_over_in_process(tmp_path):
             for member, (broker_id, role) in roles(brokers).items():
                 assert (broker_id, role) in ((0, "SYNC_MASTER"), (int(member[1:]) + 1, "SLAVE"))
             master = next(b for b in brokers if b.config["brokerId"] == 0)
+            # the broker's /metrics carries its member's figures
+            families = {f.name: f for c in master.metric_collectors() for f in c.collect()}
+            (leading,) = families["rmqproto_dledger_is_leader"].samples
+            assert leading.value == 1
             slave = next(b for b in brokers if b.config["brokerId"] != 0)
             refused = yield client.invoke("127.0.0.1:%d" % slave.port, send_request(b"no"), 3)
             assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
