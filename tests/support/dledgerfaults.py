@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 
 from rmqproto.codec.dledger_rpc import DLedgerResponseCode
-from rmqproto.dledger.store import DLedgerStore, StoreSettings
 from support.dledgergroup import Group
 from support.faultproxy import FaultProxy
 
@@ -206,19 +205,6 @@ class Nemesis:
         time.sleep(rng.uniform(0.5, 1.5))
 
 
-def read_log(group, member):
-    """A stopped member's entries, read back from its files: ``[(index, term, body)]``."""
-    store = DLedgerStore(StoreSettings(str(group.base_dir(member)), member, None,
-                                       group.settings["mappedFileSizeForEntryData"],
-                                       group.settings["mappedFileSizeForEntryIndex"])).open()
-    try:
-        entries = [(e.index, e.term, e.body) for e in
-                   (store.get(i) for i in range(max(store.begin_index, 0), store.end_index + 1))]
-        return entries, store.committed_index
-    finally:
-        store.close()
-
-
 def roles(group):
     """``{term: {leaders}}`` from every member's log lines."""
     leaders = {}
@@ -232,7 +218,7 @@ def roles(group):
 
 def check(group, workload):
     """The problems found (an empty list when the round passed)."""
-    logs = {m: read_log(group, m) for m in group.ids}
+    logs = {m: group.read_log(m) for m in group.ids}
     return (order_problems(logs) + set_problems(logs, workload.acknowledged)
             + linearizability_problems(workload.acknowledged) + leader_problems(roles(group)))
 
