@@ -237,10 +237,12 @@ class BrokerGroup(Group):
 
     def consume_keys(self, topic, group, expected, timeout=90):
         """Everything in ``topic`` read from its first offset by a Java push consumer of a new
-        ``group`` (lingering 3 s after ``expected`` deliveries): the keys, one per delivery."""
+        ``group`` (lingering 3 s after ``expected`` deliveries, heartbeats every second): the
+        keys, one per delivery."""
         result = self.java_peers.run_client(
             "rmqproto.peers.ConsumeAll", self.namesrv_addr, "concurrently", group, topic,
-            expected, timeout, "linger=3000", timeout=timeout + 60)
+            expected, timeout, "linger=3000", "heartbeat=1000", timeout=timeout + 60)
+        (self.java_peers.workdir / ("consume-%s.log" % group)).write_text(result.stdout + result.stderr)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
         return [json.loads(line[4:])["keys"] for line in result.stdout.splitlines()
                 if line.startswith("MSG ")]

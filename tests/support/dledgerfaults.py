@@ -37,7 +37,7 @@ from rmqproto.codec.dledger_rpc import DLedgerResponseCode
 from support.dledgergroup import Group
 from support.faultproxy import FaultProxy
 
-__all__ = ["ProxiedGroup", "Workload", "Nemesis", "run_round", "check", "order_problems",
+__all__ = ["Proxied", "ProxiedGroup", "Workload", "Nemesis", "run_round", "check", "order_problems",
            "set_problems", "linearizability_problems", "leader_problems"]
 
 #: Fast timing, so that a short round sees many elections.
@@ -48,11 +48,13 @@ FAST = dict(heartBeatTimeIntervalMs=200, maxHeartBeatLeak=3, minVoteIntervalMs=1
 _ROLE_LINE = re.compile(r"\[(\w+)\] (LEADER|FOLLOWER|CANDIDATE) in term (\d+)")
 
 
-class ProxiedGroup(Group):
-    """A :class:`Group` whose member-to-member links go through fault proxies."""
+class Proxied:
+    """Member-to-member links through fault proxies, mixed in before a
+    :class:`~support.dledgergroup.Group` class: member *a* reaches member *b* at the proxy of
+    ``(a, b)``; members can be paused (SIGSTOP) and the links cut."""
 
-    def __init__(self, workdir, ids, **settings):
-        super().__init__(workdir, ids, **settings)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.links = {(a, b): FaultProxy(self.ports[b]) for a in self.ids for b in self.ids
                       if a != b}
         self.paused = set()
@@ -98,6 +100,10 @@ class ProxiedGroup(Group):
         self.stop()
         for link in self.links.values():
             link.close()
+
+
+class ProxiedGroup(Proxied, Group):
+    """A :class:`Group` of our members whose member-to-member links go through fault proxies."""
 
 
 class Workload:
