@@ -16,6 +16,7 @@ The Raft side (the leader, the committed index, the log files) is
 """
 
 import collections
+import importlib.util
 import json
 import os
 import shutil
@@ -50,10 +51,12 @@ DATA_FILE_SIZE = 1024 * 1024
 
 
 def ours_ready():
-    """Whether our broker takes a DLedger commit log (it declares ``dLegerPeers``)."""
+    """Whether our broker takes a DLedger commit log: it has the settings (``dLegerPeers``)
+    and the store (``rmqproto.store.dledger``)."""
     from rmqproto.broker.config import SETTINGS
 
-    return "dLegerPeers" in SETTINGS.by_name
+    return ("dLegerPeers" in SETTINGS.by_name
+            and importlib.util.find_spec("rmqproto.store.dledger") is not None)
 
 
 def kinds_params(*names):
