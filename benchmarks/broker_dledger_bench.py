@@ -17,10 +17,9 @@ Our group runs only once our broker takes a DLedger commit log (``ours_ready``);
 the table has the Java figures alone. On a machine with two or more CPUs the brokers are
 pinned to CPU 0 and the generator to CPU 1 (``--no-pin`` lets the scheduler place them).
 
-    python benchmarks/broker_dledger_bench.py [--seconds 5] [--warmup 2] [--repeat 1] [--markdown out.md]
+    python benchmarks/broker_dledger_bench.py [--seconds 5] [--warmup 2] [--jit 10] [--markdown out.md]
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -34,7 +33,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from harness import (  # noqa: E402
-    exit_on_sigterm, format_table, java_classpath, java_command, log, machine, rate, ratio)
+    exit_on_sigterm, format_table, group_bench_arguments, java_classpath, java_command, log,
+    machine, rate, ratio)
 from namesrv_bench import pin  # noqa: E402
 from rmqproto.codec import message as msg  # noqa: E402
 from support.brokergroup import broker_group, ours_ready  # noqa: E402
@@ -91,7 +91,7 @@ def measure_group(kind, workdir, classpath, args, pinned):
         group.wait_master()
         group.create_topics(TOPIC, queues=8)
         group.wait_synced(TOPIC)
-        load(classpath, group, SIZES[-1], THREADS[1], 0, args.jit, pinned)  # JIT warm-up, not reported
+        load(classpath, group, SIZES[-1], THREADS[1], 0, args.jit, pinned)  # JIT warm-up
         for size in SIZES:
             for threads in THREADS:
                 runs = [load(classpath, group, size, threads, args.warmup, args.seconds, pinned)
@@ -126,15 +126,9 @@ def tables(results, markdown):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=1)
+    parser = group_bench_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--jit", type=int, default=10,
                         help="seconds of load before the first row (the brokers' JIT warm-up)")
-    parser.add_argument("--no-pin", action="store_true")
-    parser.add_argument("--markdown", help="also write the tables to this file")
-    parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     exit_on_sigterm()
     pinned = not args.no_pin and (os.cpu_count() or 1) >= 2

@@ -15,7 +15,6 @@ CPU 1 (``--no-pin`` lets the scheduler place them): the groups are compared on o
     python benchmarks/dledger_bench.py [--seconds 5] [--warmup 2] [--repeat 1] [--markdown out.md]
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -29,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import (  # noqa: E402
-    exit_on_sigterm, format_table, java_classpath, java_command, log, machine, rate, ratio)
+    exit_on_sigterm, format_table, group_bench_arguments, java_classpath, java_command, log,
+    machine, rate, ratio)
 from support.dledgergroup import Group  # noqa: E402
 
 LOAD_MAIN = "rmqproto.bench.DLedgerLoad"
@@ -85,13 +85,7 @@ def failover_seconds(group):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--no-pin", action="store_true")
-    parser.add_argument("--markdown", help="also write the tables to this file")
-    parser.add_argument("--json", help="also write the figures to this file")
+    parser = group_bench_arguments(__doc__.split("\n\n")[0])
     args = parser.parse_args()
     exit_on_sigterm()
     pinned = not args.no_pin and (os.cpu_count() or 1) >= 2

@@ -21,13 +21,12 @@ A longer round: ``python -m support.brokerfaults --kinds java --seconds 300`` fr
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from support.brokergroup import KINDS, BrokerGroup, broker_group, delivery_problems
-from support.dledgerfaults import Nemesis, Proxied
+from support.dledgerfaults import Nemesis, Proxied, report
 from support.hapair import Storm
 
 __all__ = ["ProxiedBrokerGroup", "run_round"]
@@ -79,16 +78,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="broker-faults-") as tmp:
         problems, acks, nemesis = run_round(Path(tmp), KINDS[args.kinds], args.seconds,
                                             args.seed, args.threads)
-    kinds = {}
-    for kind, _ in nemesis.done:
-        kinds[kind] = kinds.get(kind, 0) + 1
-    print("%s, %d s, seed %d: %d sends acknowledged; faults %s"
-          % (args.kinds, args.seconds, args.seed, len(acks), kinds))
-    for problem in problems:
-        print("PROBLEM", problem)
-    print("PASSED" if not problems else "FAILED")
-    sys.exit(1 if problems else 0)
-
+    report("%s, %d s, seed %d: %d sends acknowledged"
+           % (args.kinds, args.seconds, args.seed, len(acks)), nemesis, problems)
 
 if __name__ == "__main__":
     main()

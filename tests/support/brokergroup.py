@@ -245,7 +245,8 @@ class BrokerGroup(Group):
         result = self.java_peers.run_client(
             "rmqproto.peers.ConsumeAll", self.namesrv_addr, "concurrently", group, topic,
             expected, timeout, "linger=3000", "heartbeat=1000", timeout=timeout + 60)
-        (self.java_peers.workdir / ("consume-%s.log" % group)).write_text(result.stdout + result.stderr)
+        log = self.java_peers.workdir / ("consume-%s.log" % group)
+        log.write_text(result.stdout + result.stderr)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
         return [json.loads(line[4:])["keys"] for line in result.stdout.splitlines()
                 if line.startswith("MSG ")]
@@ -280,8 +281,10 @@ def delivery_problems(acks, attempted, consumed, retries=0):
     ``attempted``: keys of every send; ``consumed``: the key of every delivery."""
     counts = collections.Counter(consumed)
     problems = ["acknowledged %s was not consumed" % k for k in sorted(set(acks) - set(counts))]
-    problems += ["consumed %s, which no send attempted" % k for k in sorted(set(counts) - set(attempted))]
-    problems += ["consumed %s %d times" % (k, n) for k, n in sorted(counts.items()) if n > 1 + retries]
+    problems += ["consumed %s, which no send attempted" % k
+                 for k in sorted(set(counts) - set(attempted))]
+    problems += ["consumed %s %d times" % (k, n)
+                 for k, n in sorted(counts.items()) if n > 1 + retries]
     return problems
 
 

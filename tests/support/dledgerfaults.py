@@ -38,7 +38,7 @@ from support.dledgergroup import Group
 from support.faultproxy import FaultProxy
 
 __all__ = ["Proxied", "ProxiedGroup", "Workload", "Nemesis", "run_round", "check", "order_problems",
-           "set_problems", "linearizability_problems", "leader_problems"]
+           "set_problems", "linearizability_problems", "leader_problems", "report"]
 
 #: Fast timing, so that a short round sees many elections.
 FAST = dict(heartBeatTimeIntervalMs=200, maxHeartBeatLeak=3, minVoteIntervalMs=100,
@@ -319,12 +319,18 @@ def main():
     with tempfile.TemporaryDirectory(prefix="dledger-faults-") as tmp:
         problems, workload, nemesis = run_round(Path(tmp), args.nodes, args.seconds, args.seed,
                                                 args.clients)
+    report("nodes %d, %d s, seed %d: %d appends tried, %d acknowledged"
+           % (args.nodes, args.seconds, args.seed, len(workload.history),
+              len(workload.acknowledged)), nemesis, problems)
+
+
+def report(summary, nemesis, problems):
+    """Print a round's ``summary`` with the faults made, every problem and the verdict; exit
+    1 if there were problems."""
     kinds = {}
     for kind, _ in nemesis.done:
         kinds[kind] = kinds.get(kind, 0) + 1
-    print("nodes %d, %d s, seed %d: %d appends tried, %d acknowledged; faults %s"
-          % (args.nodes, args.seconds, args.seed, len(workload.history),
-             len(workload.acknowledged), kinds))
+    print("%s; faults %s" % (summary, kinds))
     for problem in problems:
         print("PROBLEM", problem)
     print("PASSED" if not problems else "FAILED")

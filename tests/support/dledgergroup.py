@@ -168,7 +168,8 @@ class Group:
         ``last``, as text (empty when byte-identical); read on stopped members."""
         members = list(members or self.ids)
         ends = {"index": 32 * (last + 1), "data": self.data_end(members[0], last)}
-        return ["%s's %s files differ from %s's in their first %d bytes" % (m, kind, members[0], end)
+        return ["%s's %s files differ from %s's in their first %d bytes"
+                % (m, kind, members[0], end)
                 for kind, end in ends.items() for m in members[1:]
                 if self.log_bytes(m, kind, end) != self.log_bytes(members[0], kind, end)]
 
