@@ -9,6 +9,9 @@ import os
 import socket
 
 from rmqproto.config import ConfigError, Setting, Settings, at_least, in_range
+from rmqproto.broker.dledgerconfig import (
+    DLEDGER_SETTINGS, NO_BROKER_ID, check_dledger_settings, is_dledger,
+)
 from rmqproto.broker.topicconfig import MAX_QUEUE_NUMS
 from rmqproto.metrics.endpoint import metrics_setting
 from rmqproto.remoting.serversettings import SERVER_SETTINGS
@@ -102,6 +105,7 @@ BROKER_SETTINGS = Settings(
     *TLS_SERVER_SETTINGS.by_name.values(),
     *TLS_CLIENT_SETTINGS.by_name.values(),
     metrics_setting(),  # docs/observability.md
+    *DLEDGER_SETTINGS.by_name.values(),  # docs/broker-dledger.md
 )
 
 def _unused(name, default, what):
@@ -195,8 +199,6 @@ JAVA_ONLY_SETTINGS = Settings(
     _unused("enableMultiDispatch", False, "light message queues (LMQ)"),
     _unused("enableLmq", False, "light message queues (LMQ)"),
     _unused("maxLmqConsumeQueueNum", 20000, "light message queues (LMQ)"),
-    _unused("enableDLegerCommitLog", False, "a DLedger commit log (not built yet)"),
-    _unused("isEnableBatchPush", False, "DLedger batch push (not built yet)"),
 )
 
 #: Every setting a ``broker.conf`` may hold: the broker's and the store's.
@@ -206,14 +208,18 @@ SETTINGS = Settings(*BROKER_SETTINGS.by_name.values(), *STORE_SETTINGS.by_name.v
 
 def apply_startup_rules(config):
     """What ``BrokerStartup`` forces after loading the file: masters get id 0, a slave needs
-    an id > 0, and the HA port is always listenPort + 1 (``BrokerStartup``). Changes ``config``;
-    raises ConfigError for a value its setting refuses."""
+    an id > 0, a broker on a DLedger commit log starts with id -1 (its role changes set it,
+    docs/broker-dledger.md), and the HA port is always listenPort + 1 (``BrokerStartup``).
+    Changes ``config``; raises ConfigError for a value its setting refuses."""
     SETTINGS.validate(config)
     if config["brokerRole"] == "SLAVE":
         if config["brokerId"] <= 0:
             raise ConfigError("Slave's brokerId must be > 0")
     else:
         config["brokerId"] = MASTER_ID
+    if is_dledger(config):
+        check_dledger_settings(config)
+        config["brokerId"] = NO_BROKER_ID
     config["haListenPort"] = config["listenPort"] + 1
     return config
 

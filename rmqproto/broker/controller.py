@@ -17,6 +17,7 @@ from twisted.logger import Logger
 
 from rmqproto.broker.acl import access_guard
 from rmqproto.broker.config import broker_addr, is_slave
+from rmqproto.broker.dledgerconfig import is_dledger
 from rmqproto.broker.processors import endtransaction
 from rmqproto.broker.processors.acl import AclAdminProcessor
 from rmqproto.broker.processors.admin import AdminBrokerProcessor
@@ -139,7 +140,8 @@ class BrokerController:
 
     def _running_parts(self):
         parts = [self.client_manager, self.consume_processor]
-        if not is_slave(self.config):
+        # with DLedger the role changes start it (docs/broker-dledger.md)
+        if not is_slave(self.config) and not is_dledger(self.config):
             parts.append(self.transaction_check_service)
         return parts
 
@@ -172,7 +174,8 @@ class BrokerController:
         log.info("The broker[{name}, {addr}] boot success. serializeType=JSON and name server "
                  "is {namesrv}", name=self.config["brokerName"], addr=self.broker_addr,
                  namesrv=self.config["namesrvAddr"])
-        return self.registration.start()
+        # a DLedger broker registers once it has a role (``BrokerController#start``)
+        return self.registration.start(register_now=not is_dledger(self.config))
 
     @defer.inlineCallbacks
     def shutdown(self):

@@ -107,10 +107,13 @@ class BrokerRegistration:
 
     # ------------------------------------------------------------ lifecycle
 
-    def start(self):
-        """Register now, then periodically (first after 10 s). Fires after the first round."""
+    def start(self, register_now=True):
+        """Register now (unless not ``register_now``), then periodically (first after 10 s).
+        Fires after the first round."""
         self._first = self.controller.reactor.callLater(
             FIRST_REGISTER_DELAY, self._loop.start, register_period(self.config), True)
+        if not register_now:
+            return defer.succeed([])
         return self.register_all(check_order_config=True)
 
     def stop(self):

@@ -15,6 +15,8 @@ from rmqproto.acl import AclError
 from rmqproto.broker.config import SETTINGS, apply_startup_rules, vip_port
 from rmqproto.codec.codes import RequestCode, RequestCodeV5
 from rmqproto.broker.controller import BrokerController
+from rmqproto.broker.dledgerbroker import DLedgerRoles, MemberDispatcher
+from rmqproto.broker.dledgerconfig import dledger_config, is_dledger
 from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
 from rmqproto.ha.tls import tls_options
@@ -25,6 +27,7 @@ from rmqproto.metrics.ha import HAMasterCollector
 from rmqproto.metrics.remoting import RemotingCollector
 from rmqproto.pluggable import PluginNotFoundError
 from rmqproto.remoting import RemotingFactory
+from rmqproto.remoting.address import parse_address
 from rmqproto.remoting.factory import write_budget
 from rmqproto.remoting.serversettings import server_setting
 from rmqproto.remoting.tls import server_policy
@@ -62,8 +65,14 @@ class BrokerService(StartsCleanly, service.MultiService):
         self.vip_listener = internet.TCPServer(vip_port(config), self.vip_factory, backlog=backlog,
                                                interface=config["bindAddress"], reactor=reactor)
         self.vip_listener.setServiceParent(self)
-        #: Replication: the master's HA listener or the slave's HA client (``docs/ha.md``).
-        self.ha = ha_service(self.controller)
+        #: Replication: the master's HA listener or the slave's HA client (``docs/ha.md``);
+        #: on a DLedger commit log, the role changes and the member's RPC port instead
+        #: (docs/broker-dledger.md)
+        self.dledger_factory = None
+        if is_dledger(config):
+            self._serve_dledger(backlog)
+        else:
+            self.ha = ha_service(self.controller)
         #: ``/metrics`` on ``metricsPort`` (docs/observability.md)
         self.metrics = MetricsEndpoint(config["metricsPort"], self.metric_collectors(),
                                        config["bindAddress"], reactor)
@@ -71,6 +80,21 @@ class BrokerService(StartsCleanly, service.MultiService):
         self.idle = task.LoopingCall(self.close_idle_connections)
         self.idle.clock = reactor
         self.started = None
+
+    def _serve_dledger(self, backlog):
+        """The role changes, and the RPC of the store's DLedger member served on its own
+        address of ``dLegerPeers`` (Java's ``DLedgerRpcNettyService``, in the broker's process)."""
+        if not hasattr(self.controller.store, "dledger"):
+            raise ConfigError("enableDLegerCommitLog=true: the store (storeType=%s) has no DLedger "
+                              "commit log" % (self.config.get("storeType") or "default"))
+        self.ha = DLedgerRoles(self.controller)
+        self.dledger_factory = RemotingFactory(MemberDispatcher(self.controller.store),
+                                               self.reactor)
+        _, port = parse_address(dledger_config(self.config).peer_map[self.config["dLegerSelfId"]])
+        self.dledger_listener = internet.TCPServer(
+            port, self.dledger_factory, backlog=backlog, interface=self.config["bindAddress"],
+            reactor=self.reactor)
+        self.dledger_listener.setServiceParent(self)
 
     def claim(self):
         """The HA port and the store's lock, taken before the reactor runs."""
@@ -83,6 +107,9 @@ class BrokerService(StartsCleanly, service.MultiService):
         if isinstance(error, StoreError):
             return ("give this broker its own storePathRootDir (-c broker.conf or "
                     "--storePathRootDir)")
+        if self.dledger_factory is not None and error.port == self.dledger_listener.args[0]:
+            return ("give this broker's member (dLegerSelfId=%s) its own port in dLegerPeers"
+                    % self.config["dLegerSelfId"])
         return ("give this broker its own listenPort (-c broker.conf or --listenPort); it "
                 "listens on listenPort - 2, listenPort and, as a master, listenPort + 1")
 
@@ -109,7 +136,8 @@ class BrokerService(StartsCleanly, service.MultiService):
         return d.addBoth(close)
 
     def _connections(self):
-        return list(self.factory.connections) + list(self.vip_factory.connections)
+        factories = [self.factory, self.vip_factory, self.dledger_factory]
+        return [c for f in factories if f is not None for c in f.connections]
 
     def metric_collectors(self):
         """The collectors of this broker's figures (docs/observability.md)."""
@@ -119,6 +147,7 @@ class BrokerService(StartsCleanly, service.MultiService):
                                         self.controller.dispatcher, labels)]
         if isinstance(self.ha, HAMasterService):
             collectors.append(HAMasterCollector(self.ha))
+
         return collectors
 
     @property

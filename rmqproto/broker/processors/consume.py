@@ -19,6 +19,7 @@ import random
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
+from rmqproto.broker.dledgerconfig import is_dledger
 from rmqproto.broker.longpolling import PullRequest, PullRequestHoldService
 from rmqproto.broker.processors.send import DLQ_NUMS_PER_GROUP, FAQ_SUFFIX, java_property_order
 from rmqproto.broker.processors.stats import add_topic_offsets, consumed_topic_config
@@ -228,7 +229,8 @@ class ConsumeProcessor:
         self._persist_offsets.clock = self.controller.reactor
         self._persist_offsets.start(self.setting("flushConsumerOffsetInterval", 5000) / 1000,
                                     now=False)
-        self.controller.schedule_service.start()
+        if not is_dledger(self.controller.config):  # else the role changes start it
+            self.controller.schedule_service.start()
 
     def stop(self):
         """Answer parked pulls, stop the timers, persist offsets and delay offsets."""
