@@ -31,7 +31,7 @@ TOPIC = "DLedgerStorm"
 CPP_TOPIC = "DLedgerCpp"
 CPP_COUNT = 20
 THREADS = 4
-STORM_SECONDS = 20
+STORM_SECONDS = 45  # outlasts a failover on a loaded machine; the rest of the run overlaps it
 ACKS_BEFORE_KILL = 100
 ACKS_ON_NEW_LEADER = 50
 
