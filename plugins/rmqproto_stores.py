@@ -1,4 +1,5 @@
-"""The message stores rmqproto ships: ``default`` (RocketMQ's on-disk format)."""
+"""The message stores rmqproto ships: ``default`` (RocketMQ's on-disk format; on a DLedger
+commit log when ``enableDLegerCommitLog`` is true, as Java's ``DefaultMessageStore`` chooses)."""
 
 from zope.interface import provider
 
@@ -14,6 +15,10 @@ class DefaultStore:
 
     @staticmethod
     def create(config, reactor):
+        if config.get("enableDLegerCommitLog"):
+            from rmqproto.store.dledger import DLedgerMessageStore
+
+            return DLedgerMessageStore(config, reactor)
         from rmqproto.store.defaultstore import DefaultMessageStore
 
         return DefaultMessageStore(config, reactor)

@@ -9,9 +9,7 @@ import os
 import socket
 
 from rmqproto.config import ConfigError, Setting, Settings, at_least, in_range
-from rmqproto.broker.dledgerconfig import (
-    DLEDGER_SETTINGS, NO_BROKER_ID, check_dledger_settings, is_dledger,
-)
+from rmqproto.broker.dledgerconfig import NO_BROKER_ID, check_dledger_settings, is_dledger
 from rmqproto.broker.topicconfig import MAX_QUEUE_NUMS
 from rmqproto.metrics.endpoint import metrics_setting
 from rmqproto.remoting.serversettings import SERVER_SETTINGS
@@ -105,7 +103,6 @@ BROKER_SETTINGS = Settings(
     *TLS_SERVER_SETTINGS.by_name.values(),
     *TLS_CLIENT_SETTINGS.by_name.values(),
     metrics_setting(),  # docs/observability.md
-    *DLEDGER_SETTINGS.by_name.values(),  # docs/broker-dledger.md
 )
 
 def _unused(name, default, what):

@@ -35,9 +35,9 @@ log = Logger()
 
 
 class DLedgerRoles(service.Service):
-    """The role changes of the broker ``controller`` whose store provides
-    :class:`~rmqproto.broker.dledgerrole.IDLedgerRoleStore`; started once the store is
-    loaded (:attr:`server` is then the store's DLedger member)."""
+    """The role changes of the broker ``controller`` whose store is on a DLedger commit log
+    (what it uses of the store: :mod:`rmqproto.store.dledger`); started once the store is
+    loaded (:attr:`server` is then the store's DLedger member, ``store.dledger``)."""
 
     def __init__(self, controller):
         super().__init__()

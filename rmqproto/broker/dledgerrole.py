@@ -21,18 +21,16 @@ term (docs/dledger.md, "Entries of an older term are not committed by counting")
 broker appends nothing before it is master: waiting for such an inherited tail would never
 end. So a leader whose last entry is of an older term is ready once what is committed is
 dispatched; the tail commits with its first own append, and the rebuilt queue offsets must
-count the tail's records (:meth:`IDLedgerRoleStore.recover_topic_queue_table`).
+count the tail's records (``recover_topic_queue_table`` of the store, :mod:`rmqproto.store.dledger`).
 """
 
 from typing import NamedTuple
-
-from zope.interface import Attribute, Interface
 
 from rmqproto.broker.dledgerconfig import slave_broker_id
 from rmqproto.dledger.actions import Role
 
 __all__ = ["POLL_INTERVAL_MS", "LeaderProgress", "ChangeToSlave", "ChangeToMaster",
-           "RecoverTopicQueueTable", "RoleChangeHandler", "IDLedgerRoleStore"]
+           "RecoverTopicQueueTable", "RoleChangeHandler"]
 
 #: ms between two looks at a new leader's log (``DLedgerRoleChangeHandler``'s sleep).
 POLL_INTERVAL_MS = 100
@@ -123,17 +121,3 @@ class RoleChangeHandler:
             return False
         return (progress.committed_index == progress.end_index
                 or progress.end_term < progress.term)
-
-
-class IDLedgerRoleStore(Interface):
-    """What the role changes need from a message store on a DLedger commit log."""
-
-    dledger = Attribute("The DLedger member (a :class:`~rmqproto.dledger.server.DLedgerServer`), "
-                        "made when the store loads and started with it.")
-
-    def dispatched():
-        """Whether every committed entry is in the consume queues."""
-
-    def recover_topic_queue_table():
-        """Set every queue's next offset past its last record in the log: those of the
-        consume queues and those of records past the committed index (``recoverTopicQueueTable``)."""

@@ -76,6 +76,10 @@ class DLedgerServer:
         self.client = RemotingClient(reactor)
         #: ``listener(term, role)`` for every role change (the broker's role handler)
         self.role_listeners = []
+        #: ``listener(committed_index)`` whenever the committed index moved (the broker's
+        #: dispatch of committed entries)
+        self.commit_listeners = []
+        self._committed_index = self.store.committed_index
         self._answers = {}       # token → Deferred of the answer
         self._timer = None       # the next tick: (deadline in ms, IDelayedCall)
         self._running = False
@@ -182,6 +186,11 @@ class DLedgerServer:
         ready = self.node.ready()
         if ready:
             self._carry_out(ready)
+        committed = self.store.committed_index
+        if committed != self._committed_index:
+            self._committed_index = committed
+            for listener in self.commit_listeners:
+                listener(committed)
         if self._running:
             self._schedule()
 

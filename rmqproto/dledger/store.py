@@ -101,6 +101,10 @@ class DLedgerStore:
         self._committed_index = -1
         #: the position just after the committed entry (what consumers may read up to)
         self.committed_pos = -1
+        #: ``hook(body_pos, body) -> body`` for every entry appended as leader
+        #: (``DLedgerMmapFileStore#addAppendHook``): RocketMQ's commit log sets the
+        #: record's PHYSICALOFFSET there
+        self.append_hooks = []
 
     # -- lifecycle
 
@@ -139,17 +143,17 @@ class DLedgerStore:
 
     # -- appends
 
-    def append_as_leader(self, body, term, hook=None):
+    def append_as_leader(self, body, term):
         """Append ``body`` as the next entry of ``term``; the stored :class:`DLedgerEntry`.
 
-        ``hook(body_pos, body)``, when given, sees the absolute position of the body in the
-        data files before the entry is written, and returns the body to store (of the same
+        Each of :attr:`append_hooks` sees the absolute position of the body in the data
+        files before the entry is written, and returns the body to store (of the same
         length): RocketMQ rewrites the record's PHYSICALOFFSET there.
         """
         _check(not self.disk_full, DLedgerResponseCode.DISK_FULL)
         size = codec.BODY_OFFSET + len(body)
         pos = self._pre_append(size)
-        if hook is not None:
+        for hook in self.append_hooks:
             body = hook(pos + codec.BODY_OFFSET, body)
             _check(codec.BODY_OFFSET + len(body) == size, DLedgerResponseCode.UNEXPECTED_ARGUMENT,
                    "an append hook changed the body's length")

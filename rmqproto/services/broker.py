@@ -16,7 +16,7 @@ from rmqproto.broker.config import SETTINGS, apply_startup_rules, vip_port
 from rmqproto.codec.codes import RequestCode, RequestCodeV5
 from rmqproto.broker.controller import BrokerController
 from rmqproto.broker.dledgerbroker import DLedgerRoles, MemberDispatcher
-from rmqproto.broker.dledgerconfig import dledger_config, is_dledger
+from rmqproto.broker.dledgerconfig import is_dledger
 from rmqproto.config import ConfigError
 from rmqproto.ha import ha_service
 from rmqproto.ha.tls import tls_options
@@ -90,7 +90,8 @@ class BrokerService(StartsCleanly, service.MultiService):
         self.ha = DLedgerRoles(self.controller)
         self.dledger_factory = RemotingFactory(MemberDispatcher(self.controller.store),
                                                self.reactor)
-        _, port = parse_address(dledger_config(self.config).peer_map[self.config["dLegerSelfId"]])
+        member = self.controller.store.dledger_config
+        _, port = parse_address(member.peer_map[member.selfId])
         self.dledger_listener = internet.TCPServer(
             port, self.dledger_factory, backlog=backlog, interface=self.config["bindAddress"],
             reactor=self.reactor)

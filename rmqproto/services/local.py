@@ -217,9 +217,9 @@ class LocalCluster(StartsCleanly, service.MultiService):
 
 class Options(SETTINGS.options(
         "[options]", "Run a local RocketMQ compatible cluster in one process: a NameServer on "
-        "9876, a SYNC_MASTER on 10911 and its slave on 10921 (with --dledger: three brokers on "
-        "a DLedger commit log on 10911, 10921, 10931 that elect their master), data under "
-        "~/rmqproto-local. -c also takes any broker setting (an existing broker.conf), for "
+        "9876, a SYNC_MASTER on 10911 and its slave on 10921, data under ~/rmqproto-local "
+        "(with --dledger: three brokers on a DLedger commit log on 10911, 10921 and 10931 that "
+        "elect their master). -c also takes any broker setting (an existing broker.conf), for "
         "every broker; the settings rmq-local sets for each broker itself (brokerId, "
         "storePathRootDir, namesrvAddr, ...) are not used, with a warning for each. Metrics at "
         ":5557/metrics.")):

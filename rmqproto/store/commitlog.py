@@ -387,6 +387,21 @@ class CommitLog:
 
     # -- reading
 
+    @property
+    def files(self):
+        """The segments reads look in, in offset order."""
+        return self.queue.files
+
+    def find_mapped_file_by_offset(self, offset):
+        """The segment holding ``offset`` (the reput's walk), or None."""
+        return self.queue.find_mapped_file_by_offset(offset)
+
+    @staticmethod
+    def dispatch_scan(mapped, position):
+        """A :class:`~rmqproto.codec.message.DispatchScan` of the written records of segment
+        ``mapped`` from ``position`` (the reput's reading of a segment)."""
+        return msg.iter_dispatch_fields(memoryview(mapped.mm)[:mapped.wrote_position], position)
+
     def get_message(self, offset, size):
         """``getMessage(offset, size)``: the stored bytes, or None if not (or no longer) there."""
         return message_at(self.queue.files, self.file_size, offset, size)

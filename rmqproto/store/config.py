@@ -94,6 +94,19 @@ STORE_SETTINGS = Settings(
     Setting("slaveTimeout", 3000, "ms a SYNC_MASTER send waits for a slave ack"),
     Setting("offsetCheckInSlave", False, "correct pull offsets on a slave too"),
     Setting("osPageCacheBusyTimeOutMills", 1000, "ms a put may hold the store before OS_PAGECACHE_BUSY"),
+    Setting("enableDLegerCommitLog", False, "keep the commit log in a DLedger (Raft) group "
+            "(docs/broker-dledger.md)"),
+    Setting("dLegerGroup", "", "DLedger group name (usually the brokerName)"),
+    Setting("dLegerPeers", "", "the group's members: n0-host:port;n1-host:port;..."),
+    Setting("dLegerSelfId", "", "this broker's member id in dLegerPeers: n<number>"),
+    Setting("preferredLeaderId", "", "member(s) the leadership is handed to when they can "
+            "take it, ';'-separated"),
+    Setting("enableBatchPush", False, "push entries to followers in batches (DLedger's "
+            "isEnableBatchPush; the key Java's broker.conf reader takes)"),
+    Setting("isEnableBatchPush", False, "the same as enableBatchPush (the name getBrokerConfig "
+            "lists); either turns batch pushes on"),
+    Setting("storePathDLedgerCommitLog", "", "directory of the DLedger data files "
+            "[default: <storePathRootDir>/dledger-<dLegerSelfId>/data]"),
 )
 
 

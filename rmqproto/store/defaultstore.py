@@ -199,6 +199,10 @@ class DefaultMessageStore:
     clock, timers and (if it has one) the thread pool for fsyncs.
     """
 
+    #: The commit log and the retention service a store is made with (the DLedger store's differ).
+    commit_log_class = CommitLog
+    retention_class = RetentionService
+
     def __init__(self, config, reactor, run_blocking=None):
         values, _ = STORE_SETTINGS.resolve()
         values.update(config)
@@ -207,7 +211,8 @@ class DefaultMessageStore:
         self.reactor = reactor
         self.paths = store_paths(values)
         self.run_blocking = run_blocking or blocking_runner(reactor)
-        self.commit_log = CommitLog(self.paths["commitlog"], values["mappedFileSizeCommitLog"])
+        self.commit_log = self.commit_log_class(self.paths["commitlog"],
+                                                values["mappedFileSizeCommitLog"])
         #: ``{topic: {queue_id: ConsumeQueue}}``
         self.consume_queue_table = {}
         self.delay_table = parse_delay_levels(values["messageDelayLevel"])
@@ -220,7 +225,7 @@ class DefaultMessageStore:
                                   None if speedups is None else self._dispatch_usual)
         self.running_flags = RunningFlags()
         #: Deletes expired files and watches the disk (``disk_used_ratio`` is replaceable).
-        self.retention = RetentionService(self)
+        self.retention = self.retention_class(self)
         self.stats = StoreStats(self.now())
         self.total_physical_memory = total_physical_memory()
         #: ``listener(requests)`` once per dispatched batch on a master, with its requests
@@ -987,7 +992,7 @@ class DefaultMessageStore:
         max_offset_py = log_.max_offset
         memory = int(self.total_physical_memory * (config["accessMessageInMemoryMaxRatio"] / 100.0))
         outcome, scanned, max_phy_pulling = transfer_units(
-            log_.queue.files, log_.file_size, units, offset, max_msg_nums, message_filter,
+            log_.files, log_.file_size, units, offset, max_msg_nums, message_filter,
             max_offset_py, memory, transfer_caps(config), messages, queue_offsets)
         return _TRANSFER_STATUS[outcome], scanned, max_offset_py - max_phy_pulling > memory
 

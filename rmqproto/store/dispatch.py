@@ -163,8 +163,10 @@ class ReputService:
     """Feeds every commit-log record after ``reput_from_offset`` to ``dispatch(requests)``, a
     list of :class:`DispatchRequest` at a time (at most :data:`DISPATCH_BATCH`), in order.
 
-    ``commit_log`` is a :class:`~rmqproto.store.commitlog.CommitLog`. :meth:`do_reput` reads
-    what is written and stops at the end (or at bytes that are not a record yet).
+    ``commit_log`` is a :class:`~rmqproto.store.commitlog.CommitLog` (or the DLedger one):
+    its ``max_offset`` is where the reput stops, ``find_mapped_file_by_offset`` and
+    ``dispatch_scan`` give the segments and how their bytes are read. :meth:`do_reput`
+    reads up to that end and stops there (or at bytes that are not a record yet).
 
     ``dispatch_usual(buffer, position, stop_at)``, when given, dispatches a batch of the
     usual records of a segment's written bytes from ``position`` (those starting before
@@ -184,8 +186,9 @@ class ReputService:
 
     @property
     def behind(self):
-        """``dispatchBehindBytes``."""
-        return self.commit_log.max_offset - self.reput_from_offset
+        """``dispatchBehindBytes`` (never below 0: after a restart the DLedger commit log's
+        end may lag the consume queues until its committed index is known again)."""
+        return max(self.commit_log.max_offset - self.reput_from_offset, 0)
 
     def defer_records(self, fields, next_offset):
         """Records just appended at ``reput_from_offset`` up to ``next_offset``, with their
@@ -222,22 +225,22 @@ class ReputService:
         about ``max_bytes`` (whole records, at least one); whether it reached the end."""
         self.dispatch_deferred()  # they come before what follows them
         log = self.commit_log
-        if self.reput_from_offset == log.queue.max_offset:  # (the commit log's, one call less)
+        log_end = log.max_offset
+        if self.reput_from_offset >= log_end:
             return True  # all dispatched: the usual turn after puts, which deferred theirs
         if self.reput_from_offset < log.min_offset:
             self.reput_from_offset = log.min_offset
         stop_at = None if max_bytes is None else self.reput_from_offset + max_bytes
         usual = self.dispatch_usual
-        while self.reput_from_offset < log.max_offset:
+        while self.reput_from_offset < log_end:
             offset = self.reput_from_offset
             if stop_at is not None and offset >= stop_at:
                 return False
-            mapped = log.queue.find_mapped_file_by_offset(offset)
+            mapped = log.find_mapped_file_by_offset(offset)
             if mapped is None:
                 return True
             base = mapped.file_from_offset
-            scan = msg.iter_dispatch_fields(memoryview(mapped.mm)[:mapped.wrote_position],
-                                            offset - base)
+            scan = log.dispatch_scan(mapped, offset - base)
             limit = None if stop_at is None else max(stop_at, offset + 1) - base
             usual_limit = sys.maxsize if limit is None else limit
             while True:

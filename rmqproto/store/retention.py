@@ -291,7 +291,6 @@ class RetentionService:
     def _pause(self, interval_ms):
         return task.deferLater(self.store.reactor, interval_ms / 1000.0, lambda: None)
 
-    @defer.inlineCallbacks
     def clean_commit_log(self):
         """``CleanCommitLogService.deleteExpiredFiles``; fires with the number of segments deleted."""
         config = self.config
@@ -299,13 +298,21 @@ class RetentionService:
         space_to_delete = self.check_space_to_delete()
         manual = self.manual_delete_times > 0
         if not (time_up or space_to_delete or manual):
-            return 0
+            return defer.succeed(0)
         if manual:
             self.manual_delete_times -= 1
         clean_at_once = config["cleanFileForciblyEnable"] and self.clean_immediately
         log.info("deleting files older than {hours} hours: time up {t}, space full {s}, manual "
                  "passes left {m}, clean at once {c}", hours=config["fileReservedTime"],
                  t=time_up, s=space_to_delete, m=self.manual_delete_times, c=clean_at_once)
+        return self.delete_expired_segments(clean_at_once, space_to_delete)
+
+    @defer.inlineCallbacks
+    def delete_expired_segments(self, clean_at_once, space_to_delete=False):
+        """``CommitLog#deleteExpiredFile``: delete the expired commit-log segments (never
+        the last), pausing ``deleteCommitLogFilesInterval`` between two; fires with the
+        number deleted."""
+        config = self.config
         queue = self.store.commit_log.queue
         count = expired_by_time(segment_write_times(queue.files), self.store.now(),
                                 config["fileReservedTime"] * _HOUR_MS, clean_at_once)

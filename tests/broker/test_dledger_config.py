@@ -5,10 +5,10 @@ import pytest
 from twisted.python import usage
 
 from rmqproto.broker.config import apply_startup_rules
-from rmqproto.broker.dledgerconfig import dledger_config
 from rmqproto.config import ConfigError
 from rmqproto.services.broker import Options
 from rmqproto.services.local import Options as LocalOptions, broker_configs
+from rmqproto.store.dledger import dledger_config
 
 #: RocketMQ 4.9.7's distribution/conf/dledger/broker-n0.conf
 BROKER_N0_CONF = """\
