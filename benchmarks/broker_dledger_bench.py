@@ -13,8 +13,8 @@ routes refreshed every second, as both groups get) sends, the leader is killed w
 the time until the producer's first SEND_OK stored by another broker is measured (the
 producer's output is watched every 5 ms).
 
-Our group runs only once our broker takes a DLedger commit log (``ours_ready``); until then
-the table has the Java figures alone. On a machine with two or more CPUs the brokers are
+Our group runs when our broker takes a DLedger commit log (``ours_ready``); without it the
+table has the Java figures alone. On a machine with two or more CPUs the brokers are
 pinned to CPU 0 and the generator to CPU 1 (``--no-pin`` lets the scheduler place them).
 
     python benchmarks/broker_dledger_bench.py [--seconds 5] [--warmup 2] [--jit 10] [--markdown out.md]
