@@ -19,6 +19,21 @@ JAVA_FLAGS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED",
               "--add-opens", "java.base/java.lang=ALL-UNNAMED"]
 
 
+def group_bench_arguments(description):
+    """An ``ArgumentParser`` with the options the group benchmarks share: ``--seconds``,
+    ``--warmup``, ``--repeat``, ``--no-pin``, ``--markdown`` and ``--json``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--no-pin", action="store_true")
+    parser.add_argument("--markdown", help="also write the tables to this file")
+    parser.add_argument("--json", help="also write the figures to this file")
+    return parser
+
+
 def exit_on_sigterm():
     """Turn SIGTERM (``timeout``, ``kill``) into ``SystemExit`` so ``finally`` blocks stop
     the processes a benchmark started."""

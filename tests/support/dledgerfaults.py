@@ -34,12 +34,11 @@ import time
 from pathlib import Path
 
 from rmqproto.codec.dledger_rpc import DLedgerResponseCode
-from rmqproto.dledger.store import DLedgerStore, StoreSettings
 from support.dledgergroup import Group
 from support.faultproxy import FaultProxy
 
-__all__ = ["ProxiedGroup", "Workload", "Nemesis", "run_round", "check", "order_problems",
-           "set_problems", "linearizability_problems", "leader_problems"]
+__all__ = ["Proxied", "ProxiedGroup", "Workload", "Nemesis", "run_round", "check", "order_problems",
+           "set_problems", "linearizability_problems", "leader_problems", "report"]
 
 #: Fast timing, so that a short round sees many elections.
 FAST = dict(heartBeatTimeIntervalMs=200, maxHeartBeatLeak=3, minVoteIntervalMs=100,
@@ -49,11 +48,13 @@ FAST = dict(heartBeatTimeIntervalMs=200, maxHeartBeatLeak=3, minVoteIntervalMs=1
 _ROLE_LINE = re.compile(r"\[(\w+)\] (LEADER|FOLLOWER|CANDIDATE) in term (\d+)")
 
 
-class ProxiedGroup(Group):
-    """A :class:`Group` whose member-to-member links go through fault proxies."""
+class Proxied:
+    """Member-to-member links through fault proxies, mixed in before a
+    :class:`~support.dledgergroup.Group` class: member *a* reaches member *b* at the proxy of
+    ``(a, b)``; members can be paused (SIGSTOP) and the links cut."""
 
-    def __init__(self, workdir, ids, **settings):
-        super().__init__(workdir, ids, **settings)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.links = {(a, b): FaultProxy(self.ports[b]) for a in self.ids for b in self.ids
                       if a != b}
         self.paused = set()
@@ -99,6 +100,10 @@ class ProxiedGroup(Group):
         self.stop()
         for link in self.links.values():
             link.close()
+
+
+class ProxiedGroup(Proxied, Group):
+    """A :class:`Group` of our members whose member-to-member links go through fault proxies."""
 
 
 class Workload:
@@ -206,19 +211,6 @@ class Nemesis:
         time.sleep(rng.uniform(0.5, 1.5))
 
 
-def read_log(group, member):
-    """A stopped member's entries, read back from its files: ``[(index, term, body)]``."""
-    store = DLedgerStore(StoreSettings(str(group.base_dir(member)), member, None,
-                                       group.settings["mappedFileSizeForEntryData"],
-                                       group.settings["mappedFileSizeForEntryIndex"])).open()
-    try:
-        entries = [(e.index, e.term, e.body) for e in
-                   (store.get(i) for i in range(max(store.begin_index, 0), store.end_index + 1))]
-        return entries, store.committed_index
-    finally:
-        store.close()
-
-
 def roles(group):
     """``{term: {leaders}}`` from every member's log lines."""
     leaders = {}
@@ -232,7 +224,7 @@ def roles(group):
 
 def check(group, workload):
     """The problems found (an empty list when the round passed)."""
-    logs = {m: read_log(group, m) for m in group.ids}
+    logs = {m: group.read_log(m) for m in group.ids}
     return (order_problems(logs) + set_problems(logs, workload.acknowledged)
             + linearizability_problems(workload.acknowledged) + leader_problems(roles(group)))
 
@@ -327,12 +319,18 @@ def main():
     with tempfile.TemporaryDirectory(prefix="dledger-faults-") as tmp:
         problems, workload, nemesis = run_round(Path(tmp), args.nodes, args.seconds, args.seed,
                                                 args.clients)
+    report("nodes %d, %d s, seed %d: %d appends tried, %d acknowledged"
+           % (args.nodes, args.seconds, args.seed, len(workload.history),
+              len(workload.acknowledged)), nemesis, problems)
+
+
+def report(summary, nemesis, problems):
+    """Print a round's ``summary`` with the faults made, every problem and the verdict; exit
+    1 if there were problems."""
     kinds = {}
     for kind, _ in nemesis.done:
         kinds[kind] = kinds.get(kind, 0) + 1
-    print("nodes %d, %d s, seed %d: %d appends tried, %d acknowledged; faults %s"
-          % (args.nodes, args.seconds, args.seed, len(workload.history),
-             len(workload.acknowledged), kinds))
+    print("%s; faults %s" % (summary, kinds))
     for problem in problems:
         print("PROBLEM", problem)
     print("PASSED" if not problems else "FAILED")

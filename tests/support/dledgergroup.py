@@ -5,11 +5,12 @@ import os
 import subprocess
 from pathlib import Path
 
-from rmqproto.codec.dledger import decode_checkpoint
+from rmqproto.codec.dledger import decode_checkpoint, decode_index
 from rmqproto.codec.dledger_rpc import (
     AppendEntryRequest, AppendEntryResponse, DLedgerRequestCode, DLedgerResponseCode,
     MetadataRequest, MetadataResponse,
 )
+from rmqproto.dledger.store import DLedgerStore, StoreSettings
 from support.daemons import Daemon
 from support.interop import JAVA_FLAGS
 from support.javapeers import build_classpath
@@ -151,10 +152,46 @@ class Group:
         wait_until(attempt, timeout=timeout, interval=0.1)
         return done[0]
 
-    def files(self, member, kind):
-        """``{name: bytes}`` of a member's data or index files."""
+    def log_bytes(self, member, kind, end):
+        """The first ``end`` bytes of a member's ``kind`` files ("data" or "index") end to end,
+        reading no further (a Java broker's index files are 160 MiB each)."""
         directory = self.base_dir(member) / ("dledger-" + member) / kind
-        return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+        parts, left = [], end
+        for name in sorted(os.listdir(directory)):
+            if left <= 0:
+                break
+            with open(directory / name, "rb") as fh:
+                parts.append(fh.read(left))
+            left -= len(parts[-1])
+        return b"".join(parts)
+
+    def data_end(self, member, index):
+        """The data position just after entry ``index``, from a member's index files."""
+        unit = decode_index(self.log_bytes(member, "index", 32 * (index + 1)), 32 * index)
+        return unit.pos + unit.size
+
+    def log_differences(self, last, members=None):
+        """Members whose data or index files differ from the first member's up to entry
+        ``last``, as text (empty when byte-identical); read on stopped members."""
+        members = list(members or self.ids)
+        ends = {"index": 32 * (last + 1), "data": self.data_end(members[0], last)}
+        return ["%s's %s files differ from %s's in their first %d bytes"
+                % (m, kind, members[0], end)
+                for kind, end in ends.items() for m in members[1:]
+                if self.log_bytes(m, kind, end) != self.log_bytes(members[0], kind, end)]
+
+    def read_log(self, member):
+        """A stopped member's entries read back from its files with our store:
+        ``([(index, term, body)], committed index)``."""
+        store = DLedgerStore(StoreSettings(str(self.base_dir(member)), member, None,
+                                           self.settings["mappedFileSizeForEntryData"],
+                                           self.settings["mappedFileSizeForEntryIndex"])).open()
+        try:
+            entries = [(e.index, e.term, e.body) for e in (
+                store.get(i) for i in range(max(store.begin_index, 0), store.end_index + 1))]
+            return entries, store.committed_index
+        finally:
+            store.close()
 
     def committed(self, member):
         path = self.base_dir(member) / ("dledger-" + member) / "checkpoint"

@@ -202,7 +202,7 @@ class HAPair:
         """Once the pair is in sync, a running ``SendStorm`` of ``seconds``; returned once
         ``acked`` of its sends have been acknowledged."""
         self.wait_in_sync()
-        storm = Storm(self, seconds, threads)
+        storm = Storm(self.peers, self.namesrv_addr, self.topic, seconds, threads)
         if acked:
             storm.wait_acks(acked)
         return storm
@@ -252,13 +252,15 @@ class GatedProducer:
 
 class Storm:
     """``SendStorm``: ``threads`` threads of sync sends for ``seconds``, going on through
-    failures; :meth:`acks` are the messages acknowledged SEND_OK so far."""
+    failures, started by ``peers`` (:class:`~support.javapeers.JavaPeers`) through the
+    NameServer at ``namesrv_addr``; :meth:`acks` are the messages acknowledged SEND_OK so far.
+    ``poll_ms`` is the producer's route refresh interval (the client's 30 s unless given)."""
 
-    def __init__(self, pair, seconds, threads):
-        self.pair = pair
-        self.process = pair.peers.start("storm-%d" % len(pair.peers.processes), pair.peers.client_cp,
-                                        "rmqproto.peers.SendStorm", pair.namesrv_addr, pair.topic,
-                                        str(seconds), str(threads))
+    def __init__(self, peers, namesrv_addr, topic, seconds, threads, poll_ms=None):
+        poll = () if poll_ms is None else (str(poll_ms),)
+        self.process = peers.start("storm-%d" % len(peers.processes), peers.client_cp,
+                                   "rmqproto.peers.SendStorm", namesrv_addr, topic,
+                                   str(seconds), str(threads), *poll)
 
     def acks(self):
         return storm_acks(self.process.output())
@@ -268,6 +270,19 @@ class Storm:
         self.process.popen.wait(timeout=timeout)
         assert "DONE" in self.process.output(), self.process.output()[-3000:]
         return self.acks()
+
+    def attempted(self):
+        """The key of every send that printed an outcome (acknowledged, refused or failed)."""
+        keys = set()
+        for line in self.process.output().splitlines():
+            words = line.split()
+            if words[:1] == ["OK"]:
+                keys.add(words[-1])
+            elif words[:1] == ["NOT_OK"]:
+                keys.add(words[2])
+            elif words[:1] == ["FAILED"]:
+                keys.add(words[1])
+        return keys
 
     def wait_acks(self, count, timeout=90):
         """Wait until ``count`` sends have been acknowledged."""

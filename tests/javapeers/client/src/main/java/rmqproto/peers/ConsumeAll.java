@@ -30,6 +30,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  *   linger=MS                keep consuming MS after EXPECTED deliveries (to see duplicates)
  *   reconsumeLater=true      the concurrently listener always answers RECONSUME_LATER
  *   maxReconsumeTimes=N      the push consumer's maxReconsumeTimes
+ *   heartbeat=MS             the push consumer's heartbeatBrokerInterval (a Java broker answers
+ *                            SUBSCRIPTION_NOT_LATEST until a heartbeat after the first rebalance)
  *   send=N                   once the consumer runs, send N sync messages (keys "fresh-key-i")
  *   delayLevel=L             ... with this delay level
  *
@@ -110,6 +112,9 @@ public final class ConsumeAll {
         consumer.setPollNameServerInterval(1000); // topics made after the start are routed soon
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.setMaxReconsumeTimes(Integer.parseInt(options.getOrDefault("maxReconsumeTimes", "16")));
+        if (options.containsKey("heartbeat")) {
+            consumer.setHeartbeatBrokerInterval(Integer.parseInt(options.get("heartbeat")));
+        }
         consumer.subscribe(topic, options.getOrDefault("subscription", "*"));
         if ("orderly".equals(mode)) {
             consumer.registerMessageListener((MessageListenerOrderly) (msgs, context) -> {

@@ -12,7 +12,9 @@ import org.apache.rocketmq.common.message.Message;
  * A send storm: THREADS threads send sync messages to TOPIC as fast as the broker answers,
  * for SECONDS, without retries, carrying on through failures (a broker killed mid-stream).
  *
- * Usage: SendStorm NAMESRV_ADDR TOPIC SECONDS THREADS
+ * Usage: SendStorm NAMESRV_ADDR TOPIC SECONDS THREADS [POLL_MS]
+ * POLL_MS is the producer's pollNameServerInterval (default the client's 30 s): how soon it
+ * sees a new master of the same broker name (a DLedger group's new leader).
  * Message i of thread t has key "storm-t-i", tag "T(i%3)" and the body stormBody(key, i).
  * Prints "OK msgId offsetMsgId queueId queueOffset key" per SEND_OK, "NOT_OK status key" per
  * other status, "FAILED key exception" per failed send, and "DONE ok failed" at the end.
@@ -30,6 +32,9 @@ public final class SendStorm {
         producer.setNamesrvAddr(args[0]);
         producer.setSendMsgTimeout(3000);
         producer.setRetryTimesWhenSendFailed(0);
+        if (args.length > 4) {
+            producer.setPollNameServerInterval(Integer.parseInt(args[4]));
+        }
         producer.start();
         int[] ok = new int[threads];
         int[] failed = new int[threads];
