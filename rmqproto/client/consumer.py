@@ -15,6 +15,7 @@ import os
 import random
 import time
 
+from rmqproto.client.allocate import allocate_averagely
 from rmqproto.client.errors import BrokerError, ClientError
 from rmqproto.client.lookup import Call, NameServerLookup, request
 from rmqproto.client.message import ReceivedMessage, check_topic, local_ip
@@ -43,22 +44,6 @@ IDLE_PULL_WAIT_MS = 100
 #: and OFFSET_ILLEGAL; each moves the position to ``nextBeginOffset``.
 PULL_CODES = frozenset((ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND,
                         ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_OFFSET_MOVED))
-
-
-def allocate_averagely(queues, client_ids, me):
-    """``AllocateMessageQueueAveragely``: ``me``'s share of ``queues`` among ``client_ids``
-    (both sorted first): consecutive blocks, the first ``len % count`` clients one more."""
-    queues, client_ids = sorted(queues), sorted(client_ids)
-    if me not in client_ids or not queues:
-        return []
-    index, count = client_ids.index(me), len(client_ids)
-    mod = len(queues) % count
-    if len(queues) <= count:
-        size = 1
-    else:
-        size = len(queues) // count + (1 if mod and index < mod else 0)
-    start = index * size if mod and index < mod else index * size + mod
-    return [queues[(start + i) % len(queues)] for i in range(min(size, len(queues) - start))]
 
 
 def decode_pulled(body, broker_name, subscription, min_offset, max_offset):
