@@ -11,6 +11,7 @@ _CLIENT = {
     "namesrvAddr": "",
     "pollNameServerInterval": 30_000,
     "instanceName": "DEFAULT",
+    "heartbeatBrokerInterval": 30_000,
     # not in Java: how this client picks a NameServer (see rmqproto.client.nameserver)
     "nameServerStrategy": "random",
 }
@@ -31,7 +32,6 @@ _PRODUCER = {
 
 _LITE_PULL_CONSUMER = {
     # DefaultLitePullConsumer
-    "heartbeatBrokerInterval": 30_000,  # ClientConfig
     "consumerGroup": "DEFAULT_CONSUMER",
     "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
     "autoCommit": True,

@@ -11,14 +11,13 @@ cache), so a queue's position, the next offset to pull, is also its consumed off
 what :meth:`LitePullCore.commit` stores on the broker.
 """
 
-import os
 import random
-import time
 
 from rmqproto.client.allocate import allocate_averagely
 from rmqproto.client.errors import BrokerError, ClientError
-from rmqproto.client.lookup import Call, NameServerLookup, request
-from rmqproto.client.message import ReceivedMessage, check_topic, local_ip
+from rmqproto.client.lookup import (
+    REQUEST_TIMEOUT_MS, Call, NameServerLookup, client_id, request, this_client_id)
+from rmqproto.client.message import ReceivedMessage, check_topic
 from rmqproto.client.route import MessageQueue, TopicRoute
 from rmqproto.codec import message as wire
 from rmqproto.codec.bodies.client import (
@@ -33,8 +32,6 @@ from rmqproto.codec.headers import (
 
 #: ``PullSysFlag``: the pull carries its subscription (the broker needs no heartbeat for it).
 FLAG_SUBSCRIPTION = 0x4
-#: How long a request other than a pull may take (``MQClientAPIImpl``'s usual 3 s).
-REQUEST_TIMEOUT_MS = 3000
 #: Where a new group starts on a queue (``RebalanceLitePullImpl#computePullFromWhere``).
 START_POSITIONS = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")
 #: How long a transport's poll waits after a round of pulls found nothing (the pulls do
@@ -330,10 +327,8 @@ class LitePullCore(NameServerLookup):
         (``sendHeartbeatToAllBroker``); a broker that fails is tried again next time."""
         body = self.heartbeat_data().to_json()
         addresses, now = yield from self._every_broker(now)
-        for address in addresses:
-            reply = yield Call(address, request(RequestCode.HEART_BEAT, body=body),
-                               REQUEST_TIMEOUT_MS, False)
-            now = reply.now
+        _, now = yield from self.tell_each(
+            addresses, lambda: request(RequestCode.HEART_BEAT, body=body), now)
         return now
 
     def consumer_ids(self, topic, now):
@@ -407,25 +402,9 @@ class LitePullCore(NameServerLookup):
         addresses, now = yield from self._every_broker(now)
         header = UnregisterClientRequestHeader(client_id=self.client_id,
                                                consumer_group=self.config.consumerGroup)
-        for address in addresses:
-            reply = yield Call(address, request(RequestCode.UNREGISTER_CLIENT, header),
-                               REQUEST_TIMEOUT_MS, False)
-            now = reply.now
+        _, now = yield from self.tell_each(
+            addresses, lambda: request(RequestCode.UNREGISTER_CLIENT, header), now)
         return now
-
-
-def client_id(config, ip, pid, nanos):
-    """``ClientConfig#buildMQClientId``: ``ip@instanceName``, the instance name ``DEFAULT``
-    made ``pid#nanos`` (``changeInstanceNameToPID``) so that each consumer is a member of its own."""
-    name = config.instanceName
-    if name == "DEFAULT":
-        name = "%d#%d" % (pid, nanos)
-    return "%s@%s" % (ip, name)
-
-
-def this_client_id(config):
-    """The transports' :func:`client_id`: this host's address, this process, a fresh number."""
-    return client_id(config, local_ip(), os.getpid(), time.monotonic_ns())
 
 
 __all__ = ["LitePullCore", "allocate_averagely", "decode_pulled", "client_id", "this_client_id",
