@@ -2,25 +2,30 @@
 Spark executors: no reactor, no threads. Only bytes and time move here; the rules are the
 cores' (:mod:`rmqproto.client.producer`, :mod:`rmqproto.client.consumer`)."""
 
+import logging
 import select
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from rmqproto.client import transaction
-from rmqproto.client.config import ConsumerConfig, ProducerConfig
+from rmqproto.client.config import ConsumerConfig, ProducerConfig, PushConsumerConfig
+from rmqproto.client.offsetfile import local_offsets_path, read_local_offsets, write_local_offsets
 from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
 from rmqproto.client.message import UniqueIds
 from rmqproto.client.lookup import Reply, run
 from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, selecting
+from rmqproto.client.push import CONSUME_LATER_MS, MAINTAIN_TICK_MS, PushCore
 from rmqproto.codec.codes import CURRENT_VERSION, RequestCode
 from rmqproto.codec.frame import FLAG_RESPONSE, FrameDecoder, decode_frame, encode_frame
 from rmqproto.errors import CodecError
 from rmqproto.remoting.address import parse_address
 from rmqproto.remoting.errors import RemotingConnectionError, RemotingTimeoutError
 
-__all__ = ["Producer", "TransactionProducer", "LitePullConsumer", "Connection", "now_ms"]
+__all__ = ["Producer", "TransactionProducer", "LitePullConsumer", "PushConsumer", "Connection",
+           "now_ms"]
 
 
 def now_ms():
@@ -166,7 +171,11 @@ class _Service:
 
     def _loop(self):
         while not self.stopped.is_set():
-            wait = min(max(self.tick(self.connections.perform), 0), 0.5)
+            try:
+                wait = min(max(self.tick(self.connections.perform), 0), 0.5)
+            except Exception:  # a bug must not stop the heartbeats: logged, tried again
+                logging.getLogger(__name__).exception("client upkeep failed")
+                wait = 0.5
             self._serve_requests()
             readable = [c.sock for c in self.connections.values()]
             if not readable:
@@ -428,3 +437,135 @@ class LitePullConsumer(_Transport):
         except ClientError:
             pass
         super().close()
+
+
+#: How long :meth:`PushConsumer.start` waits for the first heartbeat and rebalance (s).
+START_TIMEOUT = 30
+
+
+class PushConsumer:
+    """A push consumer (``DefaultMQPushConsumer``) for code without a reactor:
+    :meth:`subscribe`, :meth:`register_message_listener`, :meth:`start`, and
+    :meth:`shutdown` (or a ``with`` block). The listener is called on a pool of
+    ``consumeThreadMax`` threads with a list of :class:`~rmqproto.client.ReceivedMessage`
+    and returns a :class:`~rmqproto.client.push.ConsumeStatus` (or its name); an exception
+    is a failure. Each queue is pulled (long polling) by a thread of its own, and one more
+    thread does the upkeep and answers the brokers' requests."""
+
+    def __init__(self, config=None, **settings):
+        self.config = config or PushConsumerConfig(**settings)
+        broadcasting = self.config.messageModel == "BROADCASTING"
+        self._client_id = this_client_id(self.config, unique=not broadcasting)
+        self.listener, self.orderly, self.core, self.service = None, False, None, None
+        self._subscriptions, self._pullers, self._local = [], {}, threading.local()
+        self._all_connections, self.lock, self.stopped = [], threading.Lock(), threading.Event()
+
+    def subscribe(self, topic, expression="*", expression_type="TAG"):
+        """Consume ``topic``'s messages matching ``expression`` (tags, or SQL92)."""
+        self._subscriptions.append((topic, expression, expression_type))
+
+    def register_message_listener(self, listener, orderly=False):
+        """``listener(messages) -> ConsumeStatus``; ``orderly``: one queue's messages in order,
+        by one thread at a time, under the broker's queue lock (``MessageListenerOrderly``)."""
+        self.listener, self.orderly = listener, orderly
+
+    def start(self):
+        """Join the group and start consuming (returns after the first rebalance)."""
+        if self.listener is None:
+            raise ClientError("messageListener is null")
+        self.core = PushCore(self.config, self._client_id, orderly=self.orderly)
+        for topic, expression, expression_type in self._subscriptions:
+            self.core.subscribe(topic, expression, now_ms(), expression_type)
+        if self.core.broadcasting:
+            self.offsets_path = local_offsets_path(self.config, self._client_id)
+            self.core.offsets.update(read_local_offsets(self.offsets_path))
+        self.pool = ThreadPoolExecutor(self.config.consumeThreadMax, "rmq-consume")
+        self._started = threading.Event()
+        # the upkeep thread's connections take the heartbeats: the brokers' requests come there
+        self.service = _Service("rmq-push-upkeep", self._tick, self._serve)
+        if not self._started.wait(START_TIMEOUT):
+            self.shutdown()
+            raise ClientError("the push consumer could not join its group in %d s" % START_TIMEOUT)
+
+    def _connections(self):
+        """This thread's connections (a long poll holds its connection)."""
+        connections = getattr(self._local, "connections", None)
+        if connections is None:
+            connections = self._local.connections = _Connections()
+            self._all_connections.append(connections)
+        return connections
+
+    def _run(self, steps, perform=None):
+        return run_locked(steps, perform or self._connections().perform, self.lock)
+
+    def _tick(self, perform):
+        if self.core.next_due() <= now_ms():
+            self._run(self.core.maintain(now_ms()), perform)
+            if self.core.broadcasting:
+                write_local_offsets(self.offsets_path, self.core.local_offsets())
+            for queue in self.core.assigned:
+                puller = self._pullers.get(queue)
+                if puller is None or not puller.is_alive():
+                    self._pullers[queue] = threading.Thread(
+                        target=self._pull_loop, args=(queue,), daemon=True, name="rmq-pull")
+                    self._pullers[queue].start()
+            self._started.set()
+        return MAINTAIN_TICK_MS / 1000
+
+    def _serve(self, request, address, perform):
+        with self.lock:
+            self.core.notified(request)
+
+    def _pull_loop(self, queue):
+        while not self.stopped.is_set():
+            messages, wait = self._run(self.core.pull_once(queue, now_ms()))
+            if wait is None:
+                return
+            if messages:
+                if self.orderly:
+                    self.pool.submit(self._consume_orderly, queue)
+                else:
+                    for batch in self.core.batches(messages):
+                        self.pool.submit(self._consume, queue, batch)
+            if wait:
+                self.stopped.wait(wait / 1000)
+
+    def _call_listener(self, messages):
+        try:
+            return self.listener(messages)
+        except Exception:
+            return None
+
+    def _consume(self, queue, batch):
+        status = self._call_listener(batch)
+        again, _ = self._run(self.core.consumed(queue, batch, status, now_ms()))
+        if again and not self.stopped.wait(CONSUME_LATER_MS / 1000):
+            self._consume(queue, again)
+
+    def _consume_orderly(self, queue):
+        while not self.stopped.is_set():
+            with self.lock:
+                batch = self.core.take_orderly(queue, now_ms())
+            if batch is None:
+                return
+            status = self._call_listener(batch)
+            suspend, _ = self._run(self.core.orderly_done(queue, batch, status, now_ms()))
+            if suspend:
+                self.stopped.wait(suspend / 1000)
+
+    def shutdown(self):
+        """Stop pulling and consuming, commit the consumed offsets, unlock (orderly),
+        leave the group and close every connection."""
+        self.stopped.set()
+        self.pool.shutdown(wait=True)
+        self.service.stop(lambda perform: self._run(self.core.shutdown(now_ms()), perform))
+        if self.core.broadcasting:
+            write_local_offsets(self.offsets_path, self.core.local_offsets())
+        for connections in self._all_connections:
+            connections.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.shutdown()

@@ -45,6 +45,33 @@ _LITE_PULL_CONSUMER = {
 }
 
 
+_PUSH_CONSUMER = {
+    # DefaultMQPushConsumer
+    "consumerGroup": "DEFAULT_CONSUMER",
+    "messageModel": "CLUSTERING",
+    "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
+    # a name of rmqproto.client.allocate.STRATEGIES, or a strategy function
+    "allocateMessageQueueStrategy": "AVG",
+    "consumeThreadMax": 20,
+    "pullThresholdForQueue": 1000,
+    "pullInterval": 0,
+    "consumeMessageBatchMaxSize": 1,
+    "pullBatchSize": 32,
+    # None: 16 for a concurrent listener, unlimited for an orderly one (Java's -1)
+    "maxReconsumeTimes": None,
+    "suspendCurrentQueueTimeMillis": 1000,
+    "persistConsumerOffsetInterval": 5000,
+    # DefaultMQPushConsumerImpl's constants
+    "brokerSuspendMaxTimeMillis": 15_000,
+    "consumerTimeoutMillisWhenSuspend": 30_000,
+    "pullTimeDelayMillsWhenException": 3000,
+    # Java's system properties rocketmq.client.rebalance.waitInterval and
+    # rocketmq.client.localOffsetStoreDir ("": ~/.rocketmq_offsets)
+    "rebalanceInterval": 20_000,
+    "offsetStoreDir": "",
+}
+
+
 class _Settings:
     """Settings, each an attribute named as in Java (``config.sendMsgTimeout``); times are
     milliseconds as in Java. An unknown name is refused so that a misspelt setting does not
@@ -78,6 +105,14 @@ class ProducerConfig(_Settings):
 
     _DEFAULTS = {**_CLIENT, **_PRODUCER}
     _KIND = "producer"
+    __slots__ = tuple(_DEFAULTS)
+
+
+class PushConsumerConfig(_Settings):
+    """The settings of one push consumer (``ClientConfig`` and ``DefaultMQPushConsumer``)."""
+
+    _DEFAULTS = {**_CLIENT, **_PUSH_CONSUMER}
+    _KIND = "push consumer"
     __slots__ = tuple(_DEFAULTS)
 
 

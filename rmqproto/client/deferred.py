@@ -6,19 +6,21 @@
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
-from rmqproto.client.config import ConsumerConfig, ProducerConfig
+from rmqproto.client.config import ConsumerConfig, ProducerConfig, PushConsumerConfig
+from rmqproto.client.offsetfile import local_offsets_path, read_local_offsets, write_local_offsets
 from rmqproto.client import transaction
 from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
 from rmqproto.client.message import UniqueIds
 from rmqproto.client.lookup import Reply
 from rmqproto.client.producer import ASYNC, ONEWAY, SYNC, ProducerCore, selecting
+from rmqproto.client.push import CONSUME_LATER_MS, MAINTAIN_TICK_MS, PushCore
 from rmqproto.codec.codes import RequestCode
 from rmqproto.remoting import RemotingClient
 from rmqproto.remoting.dispatch import RequestDispatcher
 from rmqproto.remoting.errors import RemotingError
 
-__all__ = ["Producer", "TransactionProducer", "LitePullConsumer"]
+__all__ = ["Producer", "TransactionProducer", "LitePullConsumer", "PushConsumer"]
 
 log = Logger()
 
@@ -248,4 +250,121 @@ class LitePullConsumer(_Transport):
         """Commit (with ``autoCommit``), leave the group, close every connection; a Deferred."""
         done = self._call(self.core.shutdown)
         done.addErrback(lambda failure: failure.trap(ClientError))
+        return done.addCallback(lambda _: self.client.close())
+
+
+class PushConsumer(_Transport):
+    """A push consumer (``DefaultMQPushConsumer``) on ``reactor``: :meth:`subscribe`,
+    :meth:`register_message_listener`, then :meth:`start`. The listener is called in the
+    reactor thread with a list of :class:`~rmqproto.client.ReceivedMessage` and returns a
+    :class:`~rmqproto.client.push.ConsumeStatus` (or its name), or a Deferred of one; an
+    exception is a failure. Settings are Java's property names (``PushConsumerConfig``)."""
+
+    def __init__(self, reactor, config=None, **settings):
+        self.config = config or PushConsumerConfig(**settings)
+        broadcasting = self.config.messageModel == "BROADCASTING"
+        self._client_id = this_client_id(self.config, unique=not broadcasting)
+        self.listener, self.orderly, self._loops, self._pulling = None, False, [], set()
+        self._subscriptions, self._maintaining = [], None
+        super().__init__(reactor, None)
+        self.dispatcher.register(int(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED), self._notified)
+
+    def subscribe(self, topic, expression="*", expression_type="TAG"):
+        """Consume ``topic``'s messages matching ``expression`` (tags, or SQL92)."""
+        self._subscriptions.append((topic, expression, expression_type))
+
+    def register_message_listener(self, listener, orderly=False):
+        """``listener(messages) -> ConsumeStatus``; ``orderly``: one queue's messages in order,
+        by one call at a time, under the broker's queue lock (``MessageListenerOrderly``)."""
+        self.listener, self.orderly = listener, orderly
+
+    def start(self):
+        """Join the group and start consuming; a Deferred fired after the first rebalance."""
+        if self.listener is None:
+            return defer.fail(ClientError("messageListener is null"))
+        self.core = PushCore(self.config, self._client_id, orderly=self.orderly)
+        for topic, expression, expression_type in self._subscriptions:
+            self.core.subscribe(topic, expression, self._now(), expression_type)
+        if self.core.broadcasting:
+            self.offsets_path = local_offsets_path(self.config, self._client_id)
+            self.core.offsets.update(read_local_offsets(self.offsets_path))
+        self._loops.append(_looping(self.reactor, self._maintain, MAINTAIN_TICK_MS))
+        return self._maintain()
+
+    def _notified(self, request, context):
+        self.core.notified(request)
+
+    def _maintain(self):
+        if self._maintaining is None and self.core.next_due() <= self._now():
+            self._maintaining = self._run(self.core.maintain(self._now()))
+            self._maintaining.addCallback(lambda _: self._after_maintain())
+            self._maintaining.addErrback(lambda failure: log.failure("upkeep failed", failure))
+            self._maintaining.addBoth(lambda _: setattr(self, "_maintaining", None))
+        return self._maintaining
+
+    def _after_maintain(self):
+        if self.core.broadcasting:
+            write_local_offsets(self.offsets_path, self.core.local_offsets())
+        for queue in self.core.assigned:
+            if queue not in self._pulling:
+                self._pulling.add(queue)
+                defer.Deferred.fromCoroutine(self._pull_loop(queue)).addErrback(
+                    lambda failure: log.failure("pulling failed", failure))
+
+    async def _pull_loop(self, queue):
+        try:
+            while True:
+                messages, wait = await self._run(self.core.pull_once(queue, self._now()))
+                if wait is None:
+                    return
+                if messages:
+                    if self.orderly:
+                        self._consume_orderly(queue)
+                    else:
+                        for batch in self.core.batches(messages):
+                            self._consume(queue, batch)
+                if wait:
+                    await task.deferLater(self.reactor, wait / 1000)
+        finally:
+            self._pulling.discard(queue)
+
+    async def _call_listener(self, messages):
+        try:
+            return await defer.maybeDeferred(self.listener, messages)
+        except Exception:
+            log.failure("the listener failed")
+            return None
+
+    def _consume(self, queue, batch):
+        async def consume():
+            status = await self._call_listener(batch)
+            again, _ = await self._run(self.core.consumed(queue, batch, status, self._now()))
+            if again:
+                self.reactor.callLater(CONSUME_LATER_MS / 1000, self._consume, queue, again)
+        defer.Deferred.fromCoroutine(consume()).addErrback(
+            lambda failure: log.failure("consuming failed", failure))
+
+    def _consume_orderly(self, queue):
+        async def consume():
+            while True:
+                batch = self.core.take_orderly(queue, self._now())
+                if batch is None:
+                    return
+                status = await self._call_listener(batch)
+                suspend, _ = await self._run(self.core.orderly_done(queue, batch, status, self._now()))
+                if suspend:
+                    await task.deferLater(self.reactor, suspend / 1000)
+        defer.Deferred.fromCoroutine(consume()).addErrback(
+            lambda failure: log.failure("consuming failed", failure))
+
+    def shutdown(self):
+        """Commit the consumed offsets, unlock (orderly), leave the group, close every
+        connection; a Deferred."""
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        done = self._run(self.core.shutdown(self._now()))
+        done.addErrback(lambda failure: log.failure("shutdown failed", failure))
+        if self.core.broadcasting:
+            done.addCallback(lambda _: write_local_offsets(self.offsets_path, self.core.local_offsets()))
         return done.addCallback(lambda _: self.client.close())
