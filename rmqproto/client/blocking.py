@@ -514,7 +514,7 @@ class PushConsumer:
 
     def _serve(self, request, address, perform):
         with self.lock:
-            self.core.notified(request)
+            return self.core.serve(request, now_ms())
 
     def _pull_loop(self, queue):
         while not self.stopped.is_set():

@@ -267,7 +267,8 @@ class PushConsumer(_Transport):
         self.listener, self.orderly, self._loops, self._pulling = None, False, [], set()
         self._subscriptions, self._maintaining = [], None
         super().__init__(reactor, None)
-        self.dispatcher.register(int(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED), self._notified)
+        for code in (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, RequestCode.GET_CONSUMER_RUNNING_INFO):
+            self.dispatcher.register(int(code), self._serve)
 
     def subscribe(self, topic, expression="*", expression_type="TAG"):
         """Consume ``topic``'s messages matching ``expression`` (tags, or SQL92)."""
@@ -291,8 +292,8 @@ class PushConsumer(_Transport):
         self._loops.append(_looping(self.reactor, self._maintain, MAINTAIN_TICK_MS))
         return self._maintain()
 
-    def _notified(self, request, context):
-        self.core.notified(request)
+    def _serve(self, request, context):
+        return self.core.serve(request, self._now())
 
     def _maintain(self):
         if self._maintaining is None and self.core.next_due() <= self._now():

@@ -16,6 +16,7 @@ to the local file (broadcasting).
 """
 
 import enum
+import json
 
 from rmqproto.client.allocate import strategy
 from rmqproto.client.consumer import FLAG_SUBSCRIPTION, FLAG_SUSPEND, LitePullCore
@@ -120,6 +121,7 @@ class PushCore(LitePullCore):
         self.offsets = {}  # queue -> consumed offset (what a commit stores)
         self.next_lock = None
         self.next_heartbeat = self.next_rebalance = 0
+        self.started = 0  # when the consumer started (ms), for its running info
         if config.maxReconsumeTimes is not None:
             self.max_reconsume_times = config.maxReconsumeTimes
         else:
@@ -138,6 +140,7 @@ class PushCore(LitePullCore):
             retry = retry_topic(self.config.consumerGroup)
             self.subscriptions[retry] = SubscriptionData.for_expression(retry, SUB_ALL, sub_version=now)
         self.next_lock = 0 if self.orderly else None
+        self.started = self.started or now
 
     def heartbeat_data(self):
         consumer = ConsumerData(
@@ -420,13 +423,50 @@ class PushCore(LitePullCore):
         return min(t for t in (self.next_heartbeat, self.next_rebalance, self.next_lock,
                                self.next_commit) if t is not None)
 
-    def notified(self, request):
-        """A request a broker sent: NOTIFY_CONSUMER_IDS_CHANGED of this group makes the next
-        :meth:`maintain` rebalance (``ClientRemotingProcessor#notifyConsumerIdsChanged``)."""
+    def serve(self, request, now):
+        """The answer to a request a broker sent (``ClientRemotingProcessor``), or ``None``:
+        NOTIFY_CONSUMER_IDS_CHANGED of this group makes the next :meth:`maintain`
+        rebalance; GET_CONSUMER_RUNNING_INFO is answered with :meth:`running_info`."""
         if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             header = NotifyConsumerIdsChangedRequestHeader.from_ext_fields(request.ext_fields)
             if header.consumer_group == self.config.consumerGroup:
                 self.next_rebalance = 0
+        elif request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            return request.response(ResponseCode.SUCCESS, body=self.running_info(now))
+        return None
+
+    def running_info(self, now):
+        """``ConsumerRunningInfo#encode`` as ``MQClientInstance#consumerRunningInfo`` fills it
+        (what ``mqadmin consumerStatus`` shows): the settings as properties, the
+        subscriptions, each queue's process queue; no statistics (zeros)."""
+        properties = {name: "" if value is None else str(value)
+                      for name, value in self.config.as_dict().items() if not callable(value)}
+        properties.update(PROP_NAMESERVER_ADDR=self.config.namesrvAddr,
+                          PROP_CONSUME_TYPE=ConsumeType.CONSUME_PASSIVELY.value,
+                          PROP_CONSUMEORDERLY=str(self.orderly).lower(),
+                          PROP_THREADPOOL_CORE_SIZE=str(self.config.consumeThreadMax),
+                          PROP_CONSUMER_START_TIMESTAMP=str(self.started))
+        queues = []
+        for queue, process_queue in sorted(self.process_queues.items()):
+            held = sorted(process_queue.messages)
+            info = {"cachedMsgCount": len(held), "cachedMsgMaxOffset": held[-1] if held else 0,
+                    "cachedMsgMinOffset": held[0] if held else 0,
+                    "cachedMsgSizeInMiB": sum(len(m.body) for m in process_queue.messages.values()) >> 20,
+                    "commitOffset": self.offsets.get(queue) or 0, "droped": process_queue.dropped,
+                    "lastConsumeTimestamp": now, "lastLockTimestamp": process_queue.lock_time,
+                    "lastPullTimestamp": now, "locked": process_queue.locked,
+                    "transactionMsgCount": 0, "transactionMsgMaxOffset": 0,
+                    "transactionMsgMinOffset": 0, "tryUnlockTimes": 0}
+            queues.append('{"brokerName":%s,"queueId":%d,"topic":%s}:%s' % (
+                json.dumps(queue.broker_name), queue.queue_id, json.dumps(queue.topic),
+                json.dumps(info, separators=(",", ":"))))
+        status = {"consumeFailedMsgs": 0, "consumeFailedTPS": 0.0, "consumeOKTPS": 0.0,
+                  "consumeRT": 0.0, "pullRT": 0.0, "pullTPS": 0.0}
+        return ('{"jstack":"","mqTable":{%s},"properties":%s,"statusTable":%s,"subscriptionSet":[%s]}' % (
+            ",".join(queues), json.dumps(properties, separators=(",", ":"), sort_keys=True),
+            json.dumps({topic: status for topic in sorted(self.subscriptions)}, separators=(",", ":")),
+            ",".join(self.subscriptions[t].to_json().decode() for t in sorted(self.subscriptions))
+        )).encode()
 
     def shutdown(self, now):
         """Generator: commit (clustering), unlock (orderly), leave the group

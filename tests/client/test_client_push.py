@@ -5,6 +5,7 @@ broker, SQL92) filters, two members splitting the queues as Java's strategy does
 one taking over when the other leaves, broadcasting with a local offset file."""
 
 import collections
+import re
 import threading
 import time
 
@@ -212,3 +213,19 @@ def test_sql92_filter_where_the_broker_has_it(cluster):
         c.start()
         wait_until(lambda: len(listener.bodies()) == 4, timeout=30)
     assert set(listener.bodies()) == {"m-3", "m-4", "m-5", "m-6"}
+
+
+def test_mqadmin_consumer_connection_and_status(cluster):
+    with consumer(cluster, "cg_status") as c:
+        c.subscribe(TOPICS[0], "Tag1 || Tag2")
+        c.register_message_listener(Recorder())
+        c.start()
+        wait_until(lambda: len([q for q in c.core.assigned if q.topic == TOPICS[0]]) == 8, timeout=30)
+        connection = cluster.peers.mqadmin("consumerConnection", "-g", "cg_status",
+                                           "-n", cluster.namesrv_addr)
+        status = cluster.peers.mqadmin("consumerStatus", "-g", "cg_status", "-n", cluster.namesrv_addr)
+    assert c.core.client_id in connection and "CONSUME_PASSIVELY" in connection, connection
+    assert "Tag1 || Tag2" in connection and "%RETRY%cg_status" in connection, connection
+    assert re.search(r"^\d+\s+%s\s" % re.escape(c.core.client_id), status, re.M), status
+    assert "Same subscription in the same group of consumer" in status, status
+    assert "Exception" not in status, status
