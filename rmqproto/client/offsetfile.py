@@ -3,13 +3,10 @@ keeps them: ``<offsetStoreDir>/<clientId>/<group>/offsets.json`` written whole (
 temporary file and a rename), in the text ``OffsetSerializeWrapper#toJson`` writes."""
 
 import os
-import re
 
 from rmqproto.client.route import MessageQueue
-
-#: A fastjson object key of ``OffsetSerializeWrapper``'s table: ``{"brokerName":..,"queueId":..,"topic":..}:offset``.
-_LOCAL_ENTRY = re.compile(r'\{"brokerName":"([^"]*)","queueId":(\d+),"topic":"([^"]*)"\}:(-?\d+)')
-
+from rmqproto.codec.bodies.client import MessageQueue as WireQueue
+from rmqproto.codec.bodies.offsets import ResetOffsetBody
 
 def local_offsets_path(config, client_id, home=None):
     """``LocalFileOffsetStore``'s file: ``<offsetStoreDir>/<clientId>/<group>/offsets.json``,
@@ -20,23 +17,26 @@ def local_offsets_path(config, client_id, home=None):
 
 def encode_local_offsets(offsets):
     """The file's text as Java's ``OffsetSerializeWrapper#toJson`` writes it (fastjson, the
-    queues as object keys)."""
-    return '{"offsetTable":{%s}}' % ",".join(
-        '{"brokerName":"%s","queueId":%d,"topic":"%s"}:%d' % (q.broker_name, q.queue_id, q.topic, o)
-        for q, o in sorted(offsets.items()))
+    queues as object keys: the shape of ``ResetOffsetBody``)."""
+    return ResetOffsetBody(offset_table={
+        WireQueue(q.topic, q.broker_name, q.queue_id): o for q, o in sorted(offsets.items())
+    }).to_json().decode()
 
 
-def decode_local_offsets(text):
-    """The offsets of a file :func:`encode_local_offsets` (or Java) wrote."""
-    return {MessageQueue(topic, broker, int(qid)): int(offset)
-            for broker, qid, topic, offset in _LOCAL_ENTRY.findall(text or "")}
+def decode_offset_table(text):
+    """``{MessageQueue: offset}`` of a local offset file (ours or Java's) or of a
+    RESET_CONSUMER_CLIENT_OFFSET body; empty when there is none."""
+    if not text:
+        return {}
+    table = ResetOffsetBody.from_json(text.encode() if isinstance(text, str) else text).offset_table
+    return {MessageQueue(q.topic, q.broker_name, q.queue_id): o for q, o in table.items()}
 
 
 def read_local_offsets(path):
     """The offsets in the file at ``path`` (none if it does not exist)."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return decode_local_offsets(fh.read())
+            return decode_offset_table(fh.read())
     except FileNotFoundError:
         return {}
 

@@ -21,7 +21,7 @@ import json
 from rmqproto.client.allocate import strategy
 from rmqproto.client.consumer import FLAG_SUBSCRIPTION, FLAG_SUSPEND, LitePullCore
 from rmqproto.client.errors import ClientError
-from rmqproto.client.offsetfile import encode_local_offsets
+from rmqproto.client.offsetfile import decode_offset_table, encode_local_offsets
 from rmqproto.client.route import MessageQueue
 from rmqproto.codec import message as wire
 from rmqproto.codec.bodies.client import (
@@ -30,7 +30,8 @@ from rmqproto.codec.bodies.client import (
     UnlockBatchRequestBody)
 from rmqproto.codec.bodies.client import MessageQueue as WireQueue
 from rmqproto.codec.codes import RequestCode, ResponseCode
-from rmqproto.codec.headers import ConsumerSendMsgBackRequestHeader, NotifyConsumerIdsChangedRequestHeader
+from rmqproto.codec.headers import (
+    ConsumerSendMsgBackRequestHeader, NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader)
 
 #: ``MixAll.RETRY_GROUP_TOPIC_PREFIX``: the topic a clustering group's failed messages come back on.
 RETRY_PREFIX = "%RETRY%"
@@ -433,7 +434,23 @@ class PushCore(LitePullCore):
                 self.next_rebalance = 0
         elif request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
             return request.response(ResponseCode.SUCCESS, body=self.running_info(now))
+        elif request.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
+            header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+            if header.group == self.config.consumerGroup:
+                self.reset_offsets(decode_offset_table(request.body))
         return None
+
+    def reset_offsets(self, offsets):
+        """``MQClientInstance#resetOffset``: each queue held that ``offsets`` names starts
+        again from its offset; what was pulled before is dropped (its pull loop ends and
+        the transport starts a new one at the next upkeep, due at once)."""
+        for queue, offset in offsets.items():
+            if queue in self.process_queues:
+                self.process_queues[queue].dropped = True
+                self.process_queues[queue] = ProcessQueue()
+                self.positions[queue] = self.offsets[queue] = offset
+                self.committed.pop(queue, None)
+                self.next_rebalance = 0
 
     def running_info(self, now):
         """``ConsumerRunningInfo#encode`` as ``MQClientInstance#consumerRunningInfo`` fills it

@@ -215,17 +215,23 @@ def test_sql92_filter_where_the_broker_has_it(cluster):
     assert set(listener.bodies()) == {"m-3", "m-4", "m-5", "m-6"}
 
 
-def test_mqadmin_consumer_connection_and_status(cluster):
+def test_mqadmin_consumer_connection_status_and_reset(cluster):
+    sent = {r.msg_id for r in send(cluster, TOPICS[0], 6, "status")}
+    listener = Recorder()
+    mine = lambda: collections.Counter(m.msg_id for m in listener.got if m.msg_id in sent)  # noqa: E731
     with consumer(cluster, "cg_status") as c:
-        c.subscribe(TOPICS[0], "Tag1 || Tag2")
-        c.register_message_listener(Recorder())
+        c.subscribe(TOPICS[0], "Tag0 || Tag1 || Tag2")
+        c.register_message_listener(listener)
         c.start()
-        wait_until(lambda: len([q for q in c.core.assigned if q.topic == TOPICS[0]]) == 8, timeout=30)
+        wait_until(lambda: set(mine()) == sent, timeout=30)
         connection = cluster.peers.mqadmin("consumerConnection", "-g", "cg_status",
                                            "-n", cluster.namesrv_addr)
         status = cluster.peers.mqadmin("consumerStatus", "-g", "cg_status", "-n", cluster.namesrv_addr)
+        reset = cluster.peers.mqadmin("resetOffsetByTime", "-g", "cg_status", "-t", TOPICS[0],
+                                      "-s", "0", "-n", cluster.namesrv_addr)
+        wait_until(lambda: set(mine().values()) == {2}, timeout=30)  # everything once more
     assert c.core.client_id in connection and "CONSUME_PASSIVELY" in connection, connection
-    assert "Tag1 || Tag2" in connection and "%RETRY%cg_status" in connection, connection
+    assert "Tag0 || Tag1 || Tag2" in connection and "%RETRY%cg_status" in connection, connection
     assert re.search(r"^\d+\s+%s\s" % re.escape(c.core.client_id), status, re.M), status
     assert "Same subscription in the same group of consumer" in status, status
-    assert "Exception" not in status, status
+    assert "Exception" not in status + reset, status + reset

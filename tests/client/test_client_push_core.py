@@ -10,7 +10,7 @@ from rmqproto.client.config import PushConsumerConfig
 from rmqproto.client.errors import ClientError
 from rmqproto.client.lookup import run
 from rmqproto.client.offsetfile import (
-    decode_local_offsets, encode_local_offsets, local_offsets_path, read_local_offsets,
+    decode_offset_table, encode_local_offsets, local_offsets_path, read_local_offsets,
     write_local_offsets)
 from rmqproto.client.push import ConsumeStatus, ProcessQueue, PushCore, succeeded
 from rmqproto.client.route import MessageQueue
@@ -74,7 +74,7 @@ def test_local_offset_file_as_java_writes_it(tmp_path):
     java = ('{"offsetTable":{{"brokerName":"broker-a","queueId":1,"topic":"T"}:12,'
             '{"brokerName":"broker-b","queueId":0,"topic":"T"}:3}}')
     offsets = {QUEUE: 12, MessageQueue("T", "broker-b", 0): 3}
-    assert decode_local_offsets(java) == offsets and encode_local_offsets(offsets) == java
+    assert decode_offset_table(java) == offsets and encode_local_offsets(offsets) == java
     config = PushConsumerConfig(consumerGroup="g", offsetStoreDir=str(tmp_path))
     path = local_offsets_path(config, "10.0.0.1@DEFAULT")
     assert path == str(tmp_path / "10.0.0.1@DEFAULT" / "g" / "offsets.json")
@@ -106,3 +106,18 @@ def test_refused_settings():
         core(messageModel="ANYCAST")
     with pytest.raises(ClientError):
         core(allocateMessageQueueStrategy="NEAREST")
+
+
+def test_reset_offsets_from_the_broker():
+    c = core()
+    old = c.process_queues[QUEUE] = ProcessQueue()
+    hold(c, [4, 5], 6)
+    c.committed[QUEUE] = 4
+    body = encode_local_offsets({QUEUE: 1, MessageQueue("T", "broker-z", 0): 9}).encode()
+    reset = RemotingCommand(int(RequestCode.RESET_CONSUMER_CLIENT_OFFSET), body=body, ext_fields={
+        "topic": "T", "group": "g", "timestamp": "0", "isForce": "true"})
+    c.next_rebalance = 99
+    assert c.serve(reset, 0) is None
+    assert old.dropped and not c.process_queues[QUEUE].messages
+    assert (c.positions[QUEUE], c.offsets[QUEUE], c.next_rebalance) == (1, 1, 0)
+    assert QUEUE not in c.committed and len(c.process_queues) == 1
