@@ -556,6 +556,8 @@ class PushConsumer:
     def shutdown(self):
         """Stop pulling and consuming, commit the consumed offsets, unlock (orderly),
         leave the group and close every connection."""
+        if self.service is None:
+            return  # never started
         self.stopped.set()
         self.pool.shutdown(wait=True)
         self.service.stop(lambda perform: self._run(self.core.shutdown(now_ms()), perform))

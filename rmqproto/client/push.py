@@ -90,8 +90,10 @@ class ProcessQueue:
         self.next_offset = next_offset
 
     def remove(self, messages):
+        """Forget ``messages`` (those of this process queue: not ones pulled again after a reset)."""
         for message in messages:
-            self.messages.pop(message.queue_offset, None)
+            if self.messages.get(message.queue_offset) is message:
+                del self.messages[message.queue_offset]
 
     def consumed_offset(self):
         """The offset to commit: the smallest still held, else the next to pull (``removeMessage``)."""
@@ -276,9 +278,10 @@ class PushCore(LitePullCore):
         """Generator: ``(messages, ms to wait before the next pull of queue)``: one long
         poll of ``queue``, unless its process queue is full (``pullThresholdForQueue``) or,
         orderly, not locked. Messages of the retry topic get their own topic back
-        (``resetRetryAndNamespace``); the queue's consumed offset follows."""
+        (``resetRetryAndNamespace``); the queue's consumed offset follows. A wait of
+        ``None``: the queue is no longer this consumer's, its loop ends."""
         process_queue = self.process_queues.get(queue)
-        if process_queue is None or process_queue.dropped:
+        if process_queue is None:
             return [], None
         if len(process_queue.messages) >= self.config.pullThresholdForQueue:
             return [], FLOW_CONTROL_DELAY_MS
@@ -287,9 +290,14 @@ class PushCore(LitePullCore):
         try:
             messages, now = yield from self.pull(queue, now)
         except ClientError:
-            return [], None if process_queue.dropped else self.config.pullTimeDelayMillsWhenException
-        if process_queue.dropped:
-            return [], None
+            messages = None
+        current = self.process_queues.get(queue)
+        if current is not process_queue:  # given up, or reset: what came is dropped
+            if current is not None:
+                self.positions[queue] = current.next_offset
+            return [], None if current is None else 0
+        if messages is None:
+            return [], self.config.pullTimeDelayMillsWhenException
         for message in messages:
             original = message.properties.get(wire.PROPERTY_RETRY_TOPIC)
             if original and message.topic.startswith(RETRY_PREFIX):
@@ -442,15 +450,13 @@ class PushCore(LitePullCore):
 
     def reset_offsets(self, offsets):
         """``MQClientInstance#resetOffset``: each queue held that ``offsets`` names starts
-        again from its offset; what was pulled before is dropped (its pull loop ends and
-        the transport starts a new one at the next upkeep, due at once)."""
+        again from its offset; what was pulled before (or is being pulled) is dropped."""
         for queue, offset in offsets.items():
             if queue in self.process_queues:
                 self.process_queues[queue].dropped = True
-                self.process_queues[queue] = ProcessQueue()
-                self.positions[queue] = self.offsets[queue] = offset
+                self.process_queues[queue] = fresh = ProcessQueue()
+                fresh.next_offset = self.positions[queue] = self.offsets[queue] = offset
                 self.committed.pop(queue, None)
-                self.next_rebalance = 0
 
     def running_info(self, now):
         """``ConsumerRunningInfo#encode`` as ``MQClientInstance#consumerRunningInfo`` fills it
