@@ -14,7 +14,7 @@ from rmqproto.client.errors import ClientError
 from rmqproto.client.message import UniqueIds
 from rmqproto.client.lookup import Reply
 from rmqproto.client.producer import ASYNC, ONEWAY, SYNC, ProducerCore, selecting
-from rmqproto.client.push import CONSUME_LATER_MS, MAINTAIN_TICK_MS, PushCore
+from rmqproto.client.push import CONSUME_LATER_MS, MAINTAIN_TICK_MS, SERVED, PushCore
 from rmqproto.codec.codes import RequestCode
 from rmqproto.remoting import RemotingClient
 from rmqproto.remoting.dispatch import RequestDispatcher
@@ -267,7 +267,7 @@ class PushConsumer(_Transport):
         self.listener, self.orderly, self._loops, self._pulling = None, False, [], set()
         self._subscriptions, self._maintaining = [], None
         super().__init__(reactor, None)
-        for code in (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, RequestCode.GET_CONSUMER_RUNNING_INFO):
+        for code in SERVED:
             self.dispatcher.register(int(code), self._serve)
 
     def subscribe(self, topic, expression="*", expression_type="TAG"):

@@ -31,7 +31,9 @@ from rmqproto.codec.bodies.client import (
 from rmqproto.codec.bodies.client import MessageQueue as WireQueue
 from rmqproto.codec.codes import RequestCode, ResponseCode
 from rmqproto.codec.headers import (
-    ConsumerSendMsgBackRequestHeader, NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader)
+    ConsumerSendMsgBackRequestHeader, GetConsumerStatusRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader)
+from rmqproto.codec.bodies.offsets import GetConsumerStatusBody
 
 #: ``MixAll.RETRY_GROUP_TOPIC_PREFIX``: the topic a clustering group's failed messages come back on.
 RETRY_PREFIX = "%RETRY%"
@@ -50,6 +52,11 @@ FLOW_CONTROL_DELAY_MS = 50
 UNLOCKED_DELAY_MS = 1000
 #: How often a transport asks whether upkeep is due (:meth:`PushCore.next_due`).
 MAINTAIN_TICK_MS = 200
+
+
+#: The requests a broker sends a push consumer that :meth:`PushCore.serve` answers.
+SERVED = (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, RequestCode.GET_CONSUMER_RUNNING_INFO,
+          RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, RequestCode.RESET_CONSUMER_CLIENT_OFFSET)
 
 
 class ConsumeStatus(enum.Enum):
@@ -435,13 +442,21 @@ class PushCore(LitePullCore):
     def serve(self, request, now):
         """The answer to a request a broker sent (``ClientRemotingProcessor``), or ``None``:
         NOTIFY_CONSUMER_IDS_CHANGED of this group makes the next :meth:`maintain`
-        rebalance; GET_CONSUMER_RUNNING_INFO is answered with :meth:`running_info`."""
+        rebalance; GET_CONSUMER_RUNNING_INFO is answered with :meth:`running_info`,
+        GET_CONSUMER_STATUS_FROM_CLIENT with the consumed offsets of the topic asked
+        about; RESET_CONSUMER_CLIENT_OFFSET is :meth:`reset_offsets`."""
         if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             header = NotifyConsumerIdsChangedRequestHeader.from_ext_fields(request.ext_fields)
             if header.consumer_group == self.config.consumerGroup:
                 self.next_rebalance = 0
         elif request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
             return request.response(ResponseCode.SUCCESS, body=self.running_info(now))
+        elif request.code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
+            header = GetConsumerStatusRequestHeader.from_ext_fields(request.ext_fields)
+            return request.response(ResponseCode.SUCCESS, body=GetConsumerStatusBody(
+                message_queue_table={WireQueue(q.topic, q.broker_name, q.queue_id): o
+                                     for q, o in sorted(self.offsets.items())
+                                     if q.topic == header.topic and o is not None}).to_json())
         elif request.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
             header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
             if header.group == self.config.consumerGroup:

@@ -227,6 +227,10 @@ def test_mqadmin_consumer_connection_status_and_reset(cluster):
         connection = cluster.peers.mqadmin("consumerConnection", "-g", "cg_status",
                                            "-n", cluster.namesrv_addr)
         status = cluster.peers.mqadmin("consumerStatus", "-g", "cg_status", "-n", cluster.namesrv_addr)
+        if cluster.kind == "java":  # our broker does not relay INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+            offsets = cluster.peers.mqadmin("getConsumerStatus", "-g", "cg_status", "-t", TOPICS[0],
+                                            "-n", cluster.namesrv_addr)
+            assert c.core.client_id in offsets and "Exception" not in offsets, offsets
         reset = cluster.peers.mqadmin("resetOffsetByTime", "-g", "cg_status", "-t", TOPICS[0],
                                       "-s", "0", "-n", cluster.namesrv_addr)
         wait_until(lambda: set(mine().values()) == {2}, timeout=30)  # everything once more

@@ -99,6 +99,11 @@ def test_serves_notify_and_running_info():
     assert standard["mqTable"]["q"]["commitOffset"] == 4
     assert standard["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
     assert [s["topic"] for s in standard["subscriptionSet"]] == ["%RETRY%g", "T"]
+    asked = RemotingCommand(int(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT),
+                            ext_fields={"topic": "T", "group": "g"})
+    body = c.serve(asked, 7).body.decode()
+    assert body == ('{"consumerTable":{},"messageQueueTable":'
+                    '{{"brokerName":"broker-a","queueId":1,"topic":"T"}:4}}')
 
 
 def test_refused_settings():

@@ -16,7 +16,7 @@ from rmqproto.codec.bodies.topic import DataVersion
 __all__ = [
     "ConsumerOffsetSerializeWrapper", "DelayOffsetSerializeWrapper", "SubscriptionGroupConfig",
     "SubscriptionGroupWrapper", "TopicOffset", "TopicStatsTable", "OffsetWrapper", "ConsumeStats",
-    "ResetOffsetBody", "MessageQueueForC", "ResetOffsetBodyForC",
+    "ResetOffsetBody", "MessageQueueForC", "ResetOffsetBodyForC", "GetConsumerStatusBody",
 ]
 
 
@@ -98,6 +98,15 @@ class ResetOffsetBody(JsonBean):
     """INVOKE_BROKER_TO_RESET_OFFSET's answer and RESET_CONSUMER_CLIENT_OFFSET's body."""
 
     offset_table: dict = member(MapOf(BeanOf(MessageQueue), LONG), factory=dict)
+
+
+@json_bean
+class GetConsumerStatusBody(JsonBean):
+    """GET_CONSUMER_STATUS_FROM_CLIENT's answer (a client's offsets of one topic) and
+    INVOKE_BROKER_TO_GET_CONSUMER_STATUS's (every client's, by client id)."""
+
+    message_queue_table: dict = member(MapOf(BeanOf(MessageQueue), LONG), factory=dict)
+    consumer_table: dict = member(MapOf(STRING, MapOf(BeanOf(MessageQueue), LONG)), factory=dict)
 
 
 @json_bean
