@@ -215,6 +215,16 @@ def test_sql92_filter_where_the_broker_has_it(cluster):
     assert set(listener.bodies()) == {"m-3", "m-4", "m-5", "m-6"}
 
 
+def mqadmin_batch(cluster, commands):
+    """The outputs of the mqadmin 4.9.8 ``commands`` run in one JVM (``MQAdminBatch``)."""
+    args = [str(a) for command in commands
+            for a in ("--next", *command, "-n", cluster.namesrv_addr)][1:]
+    result = cluster.peers.run_client("rmqproto.peers.MQAdminBatch", *args)
+    parts = re.split(r"^=== mqadmin .*$", result.stdout + result.stderr, flags=re.M)
+    assert len(parts) == len(commands) + 1, result.stdout + result.stderr
+    return parts[1:]
+
+
 def test_mqadmin_consumer_connection_status_and_reset(cluster):
     sent = {r.msg_id for r in send(cluster, TOPICS[0], 6, "status")}
     listener = Recorder()
@@ -224,15 +234,13 @@ def test_mqadmin_consumer_connection_status_and_reset(cluster):
         c.register_message_listener(listener)
         c.start()
         wait_until(lambda: set(mine()) == sent, timeout=30)
-        connection = cluster.peers.mqadmin("consumerConnection", "-g", "cg_status",
-                                           "-n", cluster.namesrv_addr)
-        status = cluster.peers.mqadmin("consumerStatus", "-g", "cg_status", "-n", cluster.namesrv_addr)
+        commands = [("consumerConnection", "-g", "cg_status"), ("consumerStatus", "-g", "cg_status"),
+                    ("resetOffsetByTime", "-g", "cg_status", "-t", TOPICS[0], "-s", "0")]
         if cluster.kind == "java":  # our broker does not relay INVOKE_BROKER_TO_GET_CONSUMER_STATUS
-            offsets = cluster.peers.mqadmin("getConsumerStatus", "-g", "cg_status", "-t", TOPICS[0],
-                                            "-n", cluster.namesrv_addr)
-            assert c.core.client_id in offsets and "Exception" not in offsets, offsets
-        reset = cluster.peers.mqadmin("resetOffsetByTime", "-g", "cg_status", "-t", TOPICS[0],
-                                      "-s", "0", "-n", cluster.namesrv_addr)
+            commands.insert(2, ("getConsumerStatus", "-g", "cg_status", "-t", TOPICS[0]))
+        connection, status, *offsets, reset = mqadmin_batch(cluster, commands)
+        for output in offsets:
+            assert c.core.client_id in output and "Exception" not in output, output
         wait_until(lambda: set(mine().values()) == {2}, timeout=30)  # everything once more
     assert c.core.client_id in connection and "CONSUME_PASSIVELY" in connection, connection
     assert "Tag0 || Tag1 || Tag2" in connection and "%RETRY%cg_status" in connection, connection

@@ -33,8 +33,10 @@ TOPICS = ("TxBlocking", "TxTwisted")
 
 @pytest.fixture(scope="module", params=["ours", "java"])
 def cluster(request, tmp_path_factory):
+    # a half message is checked once 3 s old: the ones decided at once never are, even on a
+    # busy machine (the broker checks a copy that an END_TRANSACTION for the original misses)
     with cluster_for(request.param, tmp_path_factory, TOPICS, transactionCheckInterval=1000,
-                     transactionTimeOut=1000, transactionCheckMax=CHECK_MAX) as cluster:
+                     transactionTimeOut=3000, transactionCheckMax=CHECK_MAX) as cluster:
         yield cluster
 
 
@@ -71,7 +73,7 @@ def check_outcome(cluster, topic, results, listener):
     assert [(r.status.name, r.local_transaction_state.name) for r in results] == [
         ("SEND_OK", "COMMIT_MESSAGE"), ("SEND_OK", "ROLLBACK_MESSAGE"), ("SEND_OK", "UNKNOW"),
         ("SEND_OK", "UNKNOW"), ("SEND_OK", "UNKNOW")]
-    wait_until(listener.done, timeout=30)
+    wait_until(listener.done, timeout=40)
     got = []
     with LitePullConsumer(namesrvAddr=cluster.namesrv_addr, consumerGroup="cg_" + topic,
                           consumeFromWhere="CONSUME_FROM_FIRST_OFFSET") as consumer:
