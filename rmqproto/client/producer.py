@@ -84,13 +84,14 @@ class ProducerCore(NameServerLookup):
         self.route_fetches = 0  # routes stored so far: a transport prunes connections when it moves
         self.next_heartbeat = 0
         self.known_by = set()  # masters that took a heartbeat: told at shutdown
+        self.heartbeat_tried = set()  # masters a heartbeat went to, answered or not
 
     # ------------------------------------------------------------ group membership
 
     def heartbeat_due(self, now):
         """Whether a heartbeat is due: every ``heartbeatBrokerInterval``, and (beyond Java,
-        which waits for its timer) at once when a route names a master not yet told."""
-        return now >= self.next_heartbeat or not self.known_by.issuperset(
+        which waits for its timer) at once when a route names a master not tried yet."""
+        return now >= self.next_heartbeat or not self.heartbeat_tried.issuperset(
             self.broker_addresses(masters_only=True))
 
     def heartbeat(self, now):
@@ -99,9 +100,10 @@ class ProducerCore(NameServerLookup):
         masters only); returns ``now``."""
         body = HeartbeatData(client_id=self.client_id, producer_data_set=[
             ProducerData(group_name=self.config.producerGroup)]).to_json()
+        masters = self.broker_addresses(masters_only=True)
+        self.heartbeat_tried.update(masters)
         told, now = yield from self.tell_each(
-            self.broker_addresses(masters_only=True),
-            lambda: request(RequestCode.HEART_BEAT, body=body), now)
+            masters, lambda: request(RequestCode.HEART_BEAT, body=body), now)
         self.known_by |= told
         self.next_heartbeat = now + self.config.heartbeatBrokerInterval
         return now

@@ -24,7 +24,7 @@ from support.syncclient import call, wait_until
 from client.clusters import cluster_for
 
 pytestmark = pytest.mark.java
-TOPICS = ("PushTopic", "PushSplit", "PushOrderly", "PushBroadcast", "PushSql")
+TOPICS = ("PushTopic", "PushSplit", "PushOrderly", "PushBroadcast", "PushSql", "PushMore")
 #: short delay levels so that a message sent back comes again at once
 SETTINGS = dict(messageDelayLevel=" ".join(["1s"] * 18), enablePropertyFilter="true")
 
@@ -49,18 +49,20 @@ def consumer(cluster, group, kind=PushConsumer, *args, **settings):
 
 
 class Recorder:
-    """A listener that records what it got; messages whose body is in ``fail`` fail."""
+    """A listener that records what it got; messages whose body is in ``fail`` fail
+    (only the first time with ``once``)."""
 
-    def __init__(self, fail=(), status=ConsumeStatus.CONSUME_SUCCESS):
-        self.got, self.fail, self.status = [], set(fail), status
+    def __init__(self, fail=(), once=False):
+        self.got, self.fail, self.once = [], set(fail), once
         self.lock = threading.Lock()
 
     def __call__(self, messages):
         with self.lock:
             self.got += messages
-        if any(m.body.decode() in self.fail for m in messages):
-            return ConsumeStatus.RECONSUME_LATER
-        return self.status
+            failed = {m.body.decode() for m in messages} & self.fail
+            if self.once:
+                self.fail -= failed
+        return ConsumeStatus.RECONSUME_LATER if failed else ConsumeStatus.CONSUME_SUCCESS
 
     def bodies(self):
         with self.lock:
@@ -169,6 +171,46 @@ def test_orderly_twisted(cluster):
         if 6 in numbers:
             assert numbers.count(6) == 2 and numbers.index(6) + 1 == len(numbers) - numbers[::-1].index(6) - 1
         assert sorted(set(numbers)) == list(dict.fromkeys(numbers))
+
+
+def test_twisted_concurrent_and_blocking_orderly(cluster):
+    send(cluster, TOPICS[5], 12, "x", selector=lambda queues, message, arg: queues[arg % 3])
+    twisted_got = Recorder(fail={"x-5"}, once=True)
+    orderly_got, overlaps, busy = Recorder(), [], set()
+
+    def orderly(messages):  # on the pool's threads, one queue at a time
+        queue = messages[0].queue
+        if queue in busy:
+            overlaps.append(queue)
+        busy.add(queue)
+        time.sleep(0.01)
+        busy.discard(queue)
+        return orderly_got(messages) and "SUCCESS"
+
+    with consumer(cluster, "cg_more_orderly") as blocking_orderly:
+        blocking_orderly.subscribe(TOPICS[5])
+        blocking_orderly.register_message_listener(orderly, orderly=True)
+        blocking_orderly.start()
+
+        async def scenario(reactor):
+            c = consumer(cluster, "cg_more_twisted", deferred.PushConsumer, reactor)
+            c.subscribe(TOPICS[5], "*")
+            c.register_message_listener(twisted_got)
+            try:
+                await c.start()
+                while twisted_got.bodies()["x-5"] < 2 or len(twisted_got.bodies()) < 12:
+                    await deferred.task.deferLater(reactor, 0.1)
+            finally:
+                await c.shutdown()
+
+        run_reactor(lambda reactor: defer.Deferred.fromCoroutine(scenario(reactor)), timeout=50)
+        wait_until(lambda: len(orderly_got.bodies()) == 12, timeout=30)
+    assert [m.reconsume_times for m in twisted_got.got if m.body == b"x-5"] == [0, 1]
+    assert not overlaps and set(orderly_got.bodies().values()) == {1}
+    by_queue = collections.defaultdict(list)
+    for m in orderly_got.got:
+        by_queue[m.queue].append(m.queue_offset)
+    assert len(by_queue) == 3 and all(offsets == sorted(offsets) for offsets in by_queue.values())
 
 
 def test_broadcasting_with_a_local_offset_file(cluster, tmp_path):
