@@ -80,7 +80,9 @@ def max_offset(cluster, topic):
 def test_concurrent_with_tags_retries_and_dlq(cluster):
     results = send(cluster, TOPICS[0], 30)
     listener = Recorder(fail={"m-4", "m-7"})
-    with consumer(cluster, "cg_push", maxReconsumeTimes=1, persistConsumerOffsetInterval=300) as c:
+    # the retry topic's route comes broker by broker: asked for again every second
+    with consumer(cluster, "cg_push", maxReconsumeTimes=1, persistConsumerOffsetInterval=300,
+                  pollNameServerInterval=1000, rebalanceInterval=1000) as c:
         c.subscribe(TOPICS[0], "Tag1 || Tag2")
         c.register_message_listener(listener)
         c.start()
@@ -193,7 +195,8 @@ def test_twisted_concurrent_and_blocking_orderly(cluster):
         blocking_orderly.start()
 
         async def scenario(reactor):
-            c = consumer(cluster, "cg_more_twisted", deferred.PushConsumer, reactor)
+            c = consumer(cluster, "cg_more_twisted", deferred.PushConsumer, reactor,
+                         pollNameServerInterval=1000, rebalanceInterval=1000)
             c.subscribe(TOPICS[5], "*")
             c.register_message_listener(twisted_got)
             try:
