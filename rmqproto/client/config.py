@@ -11,6 +11,7 @@ _CLIENT = {
     "namesrvAddr": "",
     "pollNameServerInterval": 30_000,
     "instanceName": "DEFAULT",
+    "heartbeatBrokerInterval": 30_000,
     # not in Java: how this client picks a NameServer (see rmqproto.client.nameserver)
     "nameServerStrategy": "random",
 }
@@ -31,7 +32,6 @@ _PRODUCER = {
 
 _LITE_PULL_CONSUMER = {
     # DefaultLitePullConsumer
-    "heartbeatBrokerInterval": 30_000,  # ClientConfig
     "consumerGroup": "DEFAULT_CONSUMER",
     "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
     "autoCommit": True,
@@ -42,6 +42,33 @@ _LITE_PULL_CONSUMER = {
     "pollTimeoutMillis": 5000,
     # Java's system property rocketmq.client.rebalance.waitInterval
     "rebalanceInterval": 20_000,
+}
+
+
+_PUSH_CONSUMER = {
+    # DefaultMQPushConsumer
+    "consumerGroup": "DEFAULT_CONSUMER",
+    "messageModel": "CLUSTERING",
+    "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
+    # a name of rmqproto.client.allocate.STRATEGIES, or a strategy function
+    "allocateMessageQueueStrategy": "AVG",
+    "consumeThreadMax": 20,
+    "pullThresholdForQueue": 1000,
+    "pullInterval": 0,
+    "consumeMessageBatchMaxSize": 1,
+    "pullBatchSize": 32,
+    # None: 16 for a concurrent listener, unlimited for an orderly one (Java's -1)
+    "maxReconsumeTimes": None,
+    "suspendCurrentQueueTimeMillis": 1000,
+    "persistConsumerOffsetInterval": 5000,
+    # DefaultMQPushConsumerImpl's constants
+    "brokerSuspendMaxTimeMillis": 15_000,
+    "consumerTimeoutMillisWhenSuspend": 30_000,
+    "pullTimeDelayMillsWhenException": 3000,
+    # Java's system properties rocketmq.client.rebalance.waitInterval and
+    # rocketmq.client.localOffsetStoreDir ("": ~/.rocketmq_offsets)
+    "rebalanceInterval": 20_000,
+    "offsetStoreDir": "",
 }
 
 
@@ -78,6 +105,14 @@ class ProducerConfig(_Settings):
 
     _DEFAULTS = {**_CLIENT, **_PRODUCER}
     _KIND = "producer"
+    __slots__ = tuple(_DEFAULTS)
+
+
+class PushConsumerConfig(_Settings):
+    """The settings of one push consumer (``ClientConfig`` and ``DefaultMQPushConsumer``)."""
+
+    _DEFAULTS = {**_CLIENT, **_PUSH_CONSUMER}
+    _KIND = "push consumer"
     __slots__ = tuple(_DEFAULTS)
 
 

@@ -11,17 +11,17 @@ cache), so a queue's position, the next offset to pull, is also its consumed off
 what :meth:`LitePullCore.commit` stores on the broker.
 """
 
-import os
 import random
-import time
 
+from rmqproto.client.allocate import allocate_averagely
 from rmqproto.client.errors import BrokerError, ClientError
-from rmqproto.client.lookup import Call, NameServerLookup, request
-from rmqproto.client.message import ReceivedMessage, check_topic, local_ip
+from rmqproto.client.lookup import (
+    REQUEST_TIMEOUT_MS, Call, NameServerLookup, client_id, request, this_client_id)
+from rmqproto.client.message import ReceivedMessage, check_topic
 from rmqproto.client.route import MessageQueue, TopicRoute
 from rmqproto.codec import message as wire
 from rmqproto.codec.bodies.client import (
-    SUB_ALL, ConsumeFromWhere, ConsumeType, ConsumerData, GetConsumerListByGroupResponseBody,
+    EXPRESSION_TYPE_TAG, SUB_ALL, ConsumeFromWhere, ConsumeType, ConsumerData, GetConsumerListByGroupResponseBody,
     HeartbeatData, MessageModel, SubscriptionData)
 from rmqproto.codec.bodies.route import MASTER_ID
 from rmqproto.codec.codes import RequestCode, ResponseCode
@@ -30,10 +30,9 @@ from rmqproto.codec.headers import (
     PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader,
     SearchOffsetRequestHeader, UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader)
 
-#: ``PullSysFlag``: the pull carries its subscription (the broker needs no heartbeat for it).
-FLAG_SUBSCRIPTION = 0x4
-#: How long a request other than a pull may take (``MQClientAPIImpl``'s usual 3 s).
-REQUEST_TIMEOUT_MS = 3000
+#: ``PullSysFlag``: the pull stores the consumer's offset, may be held (long polling),
+#: carries its subscription (the broker needs no heartbeat for it).
+FLAG_COMMIT_OFFSET, FLAG_SUSPEND, FLAG_SUBSCRIPTION = 0x1, 0x2, 0x4
 #: Where a new group starts on a queue (``RebalanceLitePullImpl#computePullFromWhere``).
 START_POSITIONS = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")
 #: How long a transport's poll waits after a round of pulls found nothing (the pulls do
@@ -45,26 +44,12 @@ PULL_CODES = frozenset((ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND,
                         ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_OFFSET_MOVED))
 
 
-def allocate_averagely(queues, client_ids, me):
-    """``AllocateMessageQueueAveragely``: ``me``'s share of ``queues`` among ``client_ids``
-    (both sorted first): consecutive blocks, the first ``len % count`` clients one more."""
-    queues, client_ids = sorted(queues), sorted(client_ids)
-    if me not in client_ids or not queues:
-        return []
-    index, count = client_ids.index(me), len(client_ids)
-    mod = len(queues) % count
-    if len(queues) <= count:
-        size = 1
-    else:
-        size = len(queues) // count + (1 if mod and index < mod else 0)
-    start = index * size if mod and index < mod else index * size + mod
-    return [queues[(start + i) % len(queues)] for i in range(min(size, len(queues) - start))]
-
-
 def decode_pulled(body, broker_name, subscription, min_offset, max_offset):
     """The messages of a FOUND pull's ``body``, bodies decompressed, those whose tag the
     subscription does not list dropped (``PullAPIWrapper#processPullResult``)."""
-    keep = None if subscription.sub_string in (None, SUB_ALL) else set(subscription.tags_set)
+    keep = None
+    if subscription.expression_type == EXPRESSION_TYPE_TAG and subscription.sub_string not in (None, SUB_ALL):
+        keep = set(subscription.tags_set)
     found = []
     for record in wire.iter_records(body):
         if keep is not None and record.properties.get(wire.PROPERTY_TAGS) not in keep:
@@ -221,6 +206,14 @@ class LitePullCore(NameServerLookup):
         committed offset, else as ``consumeFromWhere`` says (``computePullFromWhere``)."""
         if queue in self.positions:
             return self.positions[queue], now
+        offset, now = yield from self.start_offset(queue, now)
+        self.positions[queue] = offset
+        return offset, now
+
+    def start_offset(self, queue, now):
+        """Generator: ``(offset, now)`` a queue without a position starts from
+        (``computePullFromWhere``): the group's committed offset, else the first or the
+        next new message as ``consumeFromWhere`` says."""
         offset, now = yield from self.committed_offset(queue, now)
         if offset >= 0:
             self.committed[queue] = offset
@@ -228,16 +221,27 @@ class LitePullCore(NameServerLookup):
             offset = 0
         else:
             offset, now = yield from self.max_offset(queue, now)
-        self.positions[queue] = offset
         return offset, now
 
     # ------------------------------------------------------------ pulling
 
-    def pull_request(self, queue, offset, subscription):
+    #: The ``PullSysFlag`` bits of every pull (the push consumer adds long polling).
+    pull_flags = FLAG_SUBSCRIPTION
+
+    def pull_timeout(self):
+        """How long a pull may take (ms)."""
+        return self.config.consumerPullTimeoutMillis
+
+    def commit_in_pull(self, queue, is_slave):
+        """The offset a pull of ``queue`` stores on the broker as it goes (0: none)."""
+        return 0
+
+    def pull_request(self, queue, offset, subscription, commit_offset=0):
         header = PullMessageRequestHeader(
             consumer_group=self.config.consumerGroup, topic=queue.topic, queue_id=queue.queue_id,
-            queue_offset=offset, max_msg_nums=self.config.pullBatchSize, sys_flag=FLAG_SUBSCRIPTION,
-            commit_offset=0, suspend_timeout_millis=self.config.brokerSuspendMaxTimeMillis,
+            queue_offset=offset, max_msg_nums=self.config.pullBatchSize,
+            sys_flag=self.pull_flags | (FLAG_COMMIT_OFFSET if commit_offset > 0 else 0),
+            commit_offset=commit_offset, suspend_timeout_millis=self.config.brokerSuspendMaxTimeMillis,
             subscription=subscription.sub_string, sub_version=subscription.sub_version,
             expression_type=subscription.expression_type)
         return request(RequestCode.PULL_MESSAGE, header)
@@ -248,13 +252,14 @@ class LitePullCore(NameServerLookup):
         name when it is gone); the position moves to ``nextBeginOffset`` whatever the status."""
         offset, now = yield from self._position(queue, now)
         route, now = yield from self.route(queue.topic, now)
-        address, _ = route.subscribe_address(queue.broker_name, self.pull_from.get(queue, MASTER_ID))
+        address, is_slave = route.subscribe_address(queue.broker_name,
+                                                    self.pull_from.get(queue, MASTER_ID))
         if address is None:
             self.stale.add(queue.topic)
             raise ClientError("The broker[%s] not exist" % queue.broker_name)
         subscription = self.subscription(queue.topic)
-        reply = yield Call(address, self.pull_request(queue, offset, subscription),
-                           self.config.consumerPullTimeoutMillis, False)
+        pull = self.pull_request(queue, offset, subscription, self.commit_in_pull(queue, is_slave))
+        reply = yield Call(address, pull, self.pull_timeout(), False)
         now = reply.now
         if reply.error is not None:
             self.stale.add(queue.topic)
@@ -291,6 +296,10 @@ class LitePullCore(NameServerLookup):
 
     # ------------------------------------------------------------ offsets
 
+    def offset_to_commit(self, queue):
+        """The offset :meth:`commit` stores for ``queue`` (``None``: nothing yet): its position."""
+        return self.positions.get(queue)
+
     def commit(self, now, queues=None):
         """Generator: UPDATE_CONSUMER_OFFSET of every queue (of ``queues``) whose position
         moved since its last commit, to its master, else another broker of its name
@@ -298,7 +307,7 @@ class LitePullCore(NameServerLookup):
         answer; raises :class:`ClientError` after trying them all if one failed."""
         failed = None
         for queue in list(self.assigned if queues is None else queues):
-            offset = self.positions.get(queue)
+            offset = self.offset_to_commit(queue)
             if offset is None or self.committed.get(queue) == offset:
                 continue
             header = UpdateConsumerOffsetRequestHeader(
@@ -345,10 +354,8 @@ class LitePullCore(NameServerLookup):
         (``sendHeartbeatToAllBroker``); a broker that fails is tried again next time."""
         body = self.heartbeat_data().to_json()
         addresses, now = yield from self._every_broker(now)
-        for address in addresses:
-            reply = yield Call(address, request(RequestCode.HEART_BEAT, body=body),
-                               REQUEST_TIMEOUT_MS, False)
-            now = reply.now
+        _, now = yield from self.tell_each(
+            addresses, lambda: request(RequestCode.HEART_BEAT, body=body), now)
         return now
 
     def consumer_ids(self, topic, now):
@@ -412,35 +419,23 @@ class LitePullCore(NameServerLookup):
         return now
 
     def shutdown(self, now):
-        """Generator: commit every position (with ``autoCommit``) and UNREGISTER_CLIENT from
-        every broker so that the group rebalances at once (``shutdown``)."""
+        """Generator: commit every position (with ``autoCommit``) and leave the group (``shutdown``)."""
         if self.config.autoCommit:
             try:
                 now = yield from self.commit(now)
             except ClientError:
                 pass
+        return (yield from self.unregister(now))
+
+    def unregister(self, now):
+        """Generator: UNREGISTER_CLIENT from every broker of the topics held, so that the
+        group rebalances at once."""
         addresses, now = yield from self._every_broker(now)
         header = UnregisterClientRequestHeader(client_id=self.client_id,
                                                consumer_group=self.config.consumerGroup)
-        for address in addresses:
-            reply = yield Call(address, request(RequestCode.UNREGISTER_CLIENT, header),
-                               REQUEST_TIMEOUT_MS, False)
-            now = reply.now
+        _, now = yield from self.tell_each(
+            addresses, lambda: request(RequestCode.UNREGISTER_CLIENT, header), now)
         return now
-
-
-def client_id(config, ip, pid, nanos):
-    """``ClientConfig#buildMQClientId``: ``ip@instanceName``, the instance name ``DEFAULT``
-    made ``pid#nanos`` (``changeInstanceNameToPID``) so that each consumer is a member of its own."""
-    name = config.instanceName
-    if name == "DEFAULT":
-        name = "%d#%d" % (pid, nanos)
-    return "%s@%s" % (ip, name)
-
-
-def this_client_id(config):
-    """The transports' :func:`client_id`: this host's address, this process, a fresh number."""
-    return client_id(config, local_ip(), os.getpid(), time.monotonic_ns())
 
 
 __all__ = ["LitePullCore", "allocate_averagely", "decode_pulled", "client_id", "this_client_id",

@@ -1,11 +1,14 @@
 """What every client core shares: the :class:`Call` / :class:`Reply` protocol between a
 core and its transport, and asking the NameServers (``MQClientAPIImpl#getTopicRouteInfoFromNameServer``)."""
 
+import os
+import time
 from collections import namedtuple
 
 from rmqproto.client.errors import BrokerError, ClientError
+from rmqproto.client.message import local_ip
 from rmqproto.client.nameserver import make_strategy
-from rmqproto.codec.bodies.route import TopicRouteData
+from rmqproto.codec.bodies.route import MASTER_ID, TopicRouteData
 from rmqproto.codec.codes import RequestCode, ResponseCode
 from rmqproto.codec.frame import RemotingCommand
 from rmqproto.codec.headers import GetRouteInfoRequestHeader
@@ -19,6 +22,8 @@ Reply = namedtuple("Reply", "response error now")
 LANGUAGE = "PYTHON"
 #: How long a NameServer request may take (``MQClientInstance``'s 3 s).
 NAMESRV_TIMEOUT_MS = 3000
+#: How long a request to a broker other than a send or a pull may take (``MQClientAPIImpl``'s usual 3 s).
+REQUEST_TIMEOUT_MS = 3000
 
 
 def run(steps, perform):
@@ -31,6 +36,21 @@ def run(steps, perform):
         except StopIteration as done:
             return done.value
         reply = perform(call)
+
+
+def client_id(config, ip, pid, nanos, unique=True):
+    """``ClientConfig#buildMQClientId``: ``ip@instanceName``, the instance name ``DEFAULT``
+    made ``pid#nanos`` (``changeInstanceNameToPID``, unless not ``unique``: a
+    broadcasting consumer keeps it) so that each client is a member of its own."""
+    name = config.instanceName
+    if name == "DEFAULT" and unique:
+        name = "%d#%d" % (pid, nanos)
+    return "%s@%s" % (ip, name)
+
+
+def this_client_id(config, unique=True):
+    """The transports' :func:`client_id`: this host's address, this process, a fresh number."""
+    return client_id(config, local_ip(), os.getpid(), time.monotonic_ns(), unique)
 
 
 def request(code, header=None, body=None):
@@ -95,3 +115,21 @@ class NameServerLookup:
         if answer.code == ResponseCode.TOPIC_NOT_EXIST:
             return None, now
         raise BrokerError(answer.code, answer.remark)
+
+    def broker_addresses(self, masters_only=False):
+        """Every broker address of the routes held (only masters with ``masters_only``), sorted."""
+        return sorted({address for route, _ in self.routes.values()
+                       for addrs in route.addresses.values()
+                       for broker_id, address in addrs.items()
+                       if not masters_only or broker_id == MASTER_ID})
+
+    def tell_each(self, addresses, make_request, now):
+        """Generator: ``make_request()`` sent to each of ``addresses`` in turn (HEART_BEAT,
+        UNREGISTER_CLIENT); returns ``(addresses that answered SUCCESS, now)``."""
+        answered = set()
+        for address in addresses:
+            reply = yield Call(address, make_request(), REQUEST_TIMEOUT_MS, False)
+            now = reply.now
+            if reply.error is None and reply.response.code == ResponseCode.SUCCESS:
+                answered.add(address)
+        return answered, now

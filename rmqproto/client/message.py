@@ -23,9 +23,11 @@ RESERVED_PROPERTIES = frozenset(
 
 class Message:
     """One message to send (``Message``): topic, body, tags, keys, user properties,
-    delay level and flag. ``keys`` is a string or a list of strings."""
+    delay level and flag. ``keys`` is a string or a list of strings. A transactional
+    producer sets ``transaction_id`` (the ``UNIQ_KEY`` the broker's check-back names)."""
 
-    __slots__ = ("topic", "body", "tags", "keys", "properties", "delay_level", "flag")
+    __slots__ = ("topic", "body", "tags", "keys", "properties", "delay_level", "flag",
+                 "transaction_id")
 
     def __init__(self, topic, body, tags=None, keys=None, properties=None, delay_level=0,
                  flag=0):
@@ -36,6 +38,7 @@ class Message:
         self.properties = dict(properties or {})
         self.delay_level = delay_level
         self.flag = flag
+        self.transaction_id = None
         bad = sorted(set(self.properties) & RESERVED_PROPERTIES)
         if bad:
             raise ClientError("the property name(s) %s are used by the system" % ", ".join(bad))
@@ -171,7 +174,8 @@ class ReceivedMessage:
 
     __slots__ = ("topic", "body", "properties", "msg_id", "offset_msg_id", "queue",
                  "queue_offset", "born_timestamp", "store_timestamp", "born_host",
-                 "store_host", "reconsume_times", "flag")
+                 "store_host", "reconsume_times", "flag", "commit_log_offset",
+                 "prepared_transaction_offset")
 
     @classmethod
     def from_record(cls, record, broker_name, min_offset, max_offset):
@@ -190,6 +194,8 @@ class ReceivedMessage:
         self.born_timestamp, self.store_timestamp = record.born_timestamp, record.store_timestamp
         self.born_host, self.store_host = record.born_host, record.store_host
         self.reconsume_times, self.flag = record.reconsume_times, record.flag
+        self.commit_log_offset = record.commit_log_offset
+        self.prepared_transaction_offset = record.prepared_transaction_offset
         return self
 
     @property

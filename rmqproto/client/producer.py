@@ -21,13 +21,15 @@ from collections import namedtuple
 from rmqproto.client.errors import BrokerError, ClientError
 from rmqproto.client.fault import QueueSelector
 from rmqproto.client.message import SendResult, SendStatus, UniqueIds, check_message, check_topic
-from rmqproto.client.lookup import LANGUAGE, Call, NameServerLookup
+from rmqproto.client.lookup import LANGUAGE, Call, NameServerLookup, request
 from rmqproto.client.route import TopicRoute, borrowed_route
 from rmqproto.codec import message as wire
+from rmqproto.client.transaction import half_message
+from rmqproto.codec.bodies.client import HeartbeatData, ProducerData
 from rmqproto.codec.codes import RequestCode, ResponseCode
 from rmqproto.codec.frame import FLAG_ONEWAY, RemotingCommand
 from rmqproto.codec.headers import (
-    SendMessageRequestHeaderV2, SendMessageResponseHeader)
+    SendMessageRequestHeaderV2, SendMessageResponseHeader, UnregisterClientRequestHeader)
 
 
 SYNC, ASYNC, ONEWAY = "sync", "async", "oneway"
@@ -73,12 +75,48 @@ class ProducerCore(NameServerLookup):
     """One producer's state: its settings, NameServer strategy, routes, queue selector and
     message ids. ``rng`` and ``ids`` are given by tests; the transports pass their own."""
 
-    def __init__(self, config, rng=None, ids=None):
+    def __init__(self, config, rng=None, ids=None, client_id="127.0.0.1@DEFAULT"):
         rng = rng or random.Random()
         NameServerLookup.__init__(self, config, rng)
         self.selector = QueueSelector(rng, config.sendLatencyFaultEnable)
         self.ids = ids or UniqueIds(salt=rng.getrandbits(32))
+        self.client_id = client_id
         self.route_fetches = 0  # routes stored so far: a transport prunes connections when it moves
+        self.next_heartbeat = 0
+        self.known_by = set()  # masters that took a heartbeat: told at shutdown
+        self.heartbeat_tried = set()  # masters a heartbeat went to, answered or not
+
+    # ------------------------------------------------------------ group membership
+
+    def heartbeat_due(self, now):
+        """Whether a heartbeat is due: every ``heartbeatBrokerInterval``, and (beyond Java,
+        which waits for its timer) at once when a route names a master not tried yet."""
+        return now >= self.next_heartbeat or not self.heartbeat_tried.issuperset(
+            self.broker_addresses(masters_only=True))
+
+    def heartbeat(self, now):
+        """Generator: HEART_BEAT with the producer group to every master of the routes held
+        (``MQClientInstance#sendHeartbeatToAllBroker``: a client without consumers tells
+        masters only); returns ``now``."""
+        body = HeartbeatData(client_id=self.client_id, producer_data_set=[
+            ProducerData(group_name=self.config.producerGroup)]).to_json()
+        masters = self.broker_addresses(masters_only=True)
+        self.heartbeat_tried.update(masters)
+        told, now = yield from self.tell_each(
+            masters, lambda: request(RequestCode.HEART_BEAT, body=body), now)
+        self.known_by |= told
+        self.next_heartbeat = now + self.config.heartbeatBrokerInterval
+        return now
+
+    def shutdown(self, now):
+        """Generator: UNREGISTER_CLIENT of the producer group from every master told
+        (``MQClientInstance#unregisterClient``); returns ``now``."""
+        header = UnregisterClientRequestHeader(client_id=self.client_id,
+                                               producer_group=self.config.producerGroup)
+        _, now = yield from self.tell_each(
+            sorted(self.known_by), lambda: request(RequestCode.UNREGISTER_CLIENT, header), now)
+        self.known_by.clear()
+        return now
 
     # ------------------------------------------------------------ NameServer and routes
 
@@ -139,6 +177,13 @@ class ProducerCore(NameServerLookup):
             body, sys_flag = zlib.compress(body, COMPRESS_LEVEL), wire.COMPRESSED_FLAG
         return Outgoing(message.topic, RequestCode.SEND_MESSAGE_V2, body, sys_flag, message.flag,
                         properties, False, msg_id)
+
+    def prepare_half(self, message, now):
+        """A transactional message made ready (:func:`~rmqproto.client.transaction.half_message`);
+        ``message.transaction_id`` set to its ``UNIQ_KEY``."""
+        outgoing = half_message(self.prepare(message, now), self.config.producerGroup)
+        message.transaction_id = outgoing.msg_id
+        return outgoing
 
     def prepare_batch(self, messages, now):
         """A batch made ready (``DefaultMQProducer#batch``, ``MessageBatch``): one topic, no

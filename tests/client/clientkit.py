@@ -13,6 +13,7 @@ from rmqproto.codec.headers import SendMessageRequestHeaderV2
 from rmqproto.remoting.errors import RemotingConnectionError
 
 NOW = 1_700_000_000_000
+SENDS = (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 
 
 def route_data(*brokers, queues=4, perm=6):
@@ -49,6 +50,8 @@ class World:
             if data is None:
                 return Reply(request.response(ResponseCode.TOPIC_NOT_EXIST, "no route"), None, self.now)
             return Reply(request.response(ResponseCode.SUCCESS, body=data.to_json()), None, self.now)
+        if request.code in (RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT):
+            return Reply(request.response(ResponseCode.SUCCESS), None, self.now)
         header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
         broker = call.address.split(":")[0]
         code = self.brokers.get(broker, lambda h, r: ResponseCode.SUCCESS)(header, request)
@@ -67,7 +70,7 @@ class World:
 
     def sent_to(self):
         """The broker of every send request made, in order."""
-        return [a.split(":")[0] for a, r in self.calls if r.code != RequestCode.GET_ROUTEINFO_BY_TOPIC]
+        return [a.split(":")[0] for a, r in self.calls if r.code in SENDS]
 
 
 def make_core(seed=0, **settings):

@@ -19,8 +19,8 @@ BROKERS = ("broker-a", "broker-b")
 class OurCluster:
     """Our NameServer and two masters (``twistd rmq-nameserver`` / ``rmq-master``)."""
 
-    def __init__(self, workdir, peers):
-        self.workdir, self.peers = workdir, peers
+    def __init__(self, workdir, peers, **settings):
+        self.workdir, self.peers, self.settings = workdir, peers, settings
         self.namesrv, self.namesrv_addr = start_nameserver(workdir)
         self.brokers, self.addresses = {}, {}
         for name in BROKERS:
@@ -30,7 +30,7 @@ class OurCluster:
         (self.workdir / name).mkdir(exist_ok=True)
         port = {"listenPort": self.addresses[name].rsplit(":", 1)[1]} if name in self.addresses else {}
         self.brokers[name], self.addresses[name] = start_broker(
-            self.workdir / name, self.namesrv_addr, brokerName=name, **port)
+            self.workdir / name, self.namesrv_addr, brokerName=name, **port, **self.settings)
 
     def kill(self, name):
         self.brokers[name].kill()
@@ -44,8 +44,8 @@ class OurCluster:
 class JavaCluster:
     """The Java 4.9.7 NameServer and two masters."""
 
-    def __init__(self, workdir, peers):
-        self.peers = peers
+    def __init__(self, workdir, peers, **settings):
+        self.peers, self.settings = peers, settings
         port = free_port()
         peers.namesrv(port)
         self.namesrv_addr = "127.0.0.1:%d" % port
@@ -57,7 +57,7 @@ class JavaCluster:
     def start(self, name):
         self.brokers[name] = self.peers.broker(
             name, brokerName=name, namesrvAddr=self.namesrv_addr,
-            listenPort=self.addresses[name].rsplit(":", 1)[1])
+            listenPort=self.addresses[name].rsplit(":", 1)[1], **self.settings)
 
     def kill(self, name):
         self.brokers[name].kill()
@@ -73,11 +73,12 @@ def route_brokers(cluster, topic):
     return {q.broker_name for q in TopicRouteData.from_json(answer.body).queue_datas}
 
 
-def open_cluster(kind, workdir, peers, topics):
-    """An :class:`OurCluster` (``kind`` "ours") or :class:`JavaCluster` ("java") with each
-    of ``topics`` created with 4 queues on both masters, once the NameServer routes them
-    (and the auto-create topic) to both."""
-    cluster = (OurCluster if kind == "ours" else JavaCluster)(workdir, peers)
+def open_cluster(kind, workdir, peers, topics, **settings):
+    """An :class:`OurCluster` (``kind`` "ours") or :class:`JavaCluster` ("java"), its
+    brokers with ``settings`` (Java property names), with each of ``topics`` created with
+    4 queues on both masters, once the NameServer routes them (and the auto-create topic)
+    to both."""
+    cluster = (OurCluster if kind == "ours" else JavaCluster)(workdir, peers, **settings)
     try:
         for topic in topics:
             for address in cluster.addresses.values():
@@ -91,7 +92,7 @@ def open_cluster(kind, workdir, peers, topics):
 
 
 @contextmanager
-def cluster_for(kind, tmp_path_factory, topics):
+def cluster_for(kind, tmp_path_factory, topics, **settings):
     """The body of a module fixture: :func:`open_cluster` of ``kind`` in a fresh directory,
     every process stopped at the end (skipped without Java, which fails a CI run)."""
     if not java_available():
@@ -100,7 +101,7 @@ def cluster_for(kind, tmp_path_factory, topics):
     peers = JavaPeers(workdir)
     cluster = None
     try:
-        cluster = open_cluster(kind, workdir, peers, topics)
+        cluster = open_cluster(kind, workdir, peers, topics, **settings)
         yield cluster
     finally:
         if cluster is not None:

@@ -398,3 +398,22 @@ def test_unique_ids_are_shaped_as_message_client_id_setter():
     next_month = month_start_ms(NOW + 32 * 86_400_000)
     assert ids.next_id(next_month + 7)[20:28] == "00000007"
     assert id_time_ms(first, next_month + 10) == NOW  # read in the next month
+
+
+def test_heartbeats_to_masters_when_due_and_unregister():
+    world = World({"T": route_data("a", "b")})
+    core = make_core(heartbeatBrokerInterval=30_000)
+    send(core, world, Message("T", "x"))
+    assert core.heartbeat_due(world.now)  # masters not tried yet
+    world.down.add("b:10911")
+    world.now = world.run(core.heartbeat(world.now))
+    beats = [(a, r) for a, r in world.calls if r.code == RequestCode.HEART_BEAT]
+    assert [a for a, _ in beats] == ["a:10911", "b:10911"]
+    body = beats[0][1].body.decode()
+    assert '"groupName":"DEFAULT_PRODUCER"' in body and '"consumerDataSet":[]' in body
+    assert not core.heartbeat_due(world.now)  # the dead master is not asked after each send
+    assert core.heartbeat_due(world.now + 30_000)
+    del world.calls[:]
+    world.run(core.shutdown(world.now))
+    assert [(a, r.code, r.ext_fields["producerGroup"]) for a, r in world.calls] == [
+        ("a:10911", RequestCode.UNREGISTER_CLIENT, "DEFAULT_PRODUCER")]

@@ -1,12 +1,13 @@
-"""The lite pull consumer follows the master's ``suggestWhichBrokerId`` to the slave, keeps
-consuming from the slave while its master is down and returns to the master once it is
-back (``findBrokerAddressInSubscribe``), against our SYNC_MASTER and our slave
-(``twistd rmq-master`` / ``rmq-slave``)."""
+"""The lite pull consumer and the push consumer follow the master's ``suggestWhichBrokerId``
+to the slave, keep consuming from the slave while its master is down and return to the
+master once it is back (``findBrokerAddressInSubscribe``), against our SYNC_MASTER and our
+slave (``twistd rmq-master`` / ``rmq-slave``)."""
 
 import pytest
 
 from rmqproto.client import Message
-from rmqproto.client.blocking import LitePullConsumer, Producer
+from rmqproto.client import blocking
+from rmqproto.client.blocking import LitePullConsumer, Producer, PushConsumer
 from rmqproto.codec.bodies.route import TopicRouteData
 from rmqproto.codec.codes import RequestCode, ResponseCode
 from support.hapair import HAPair
@@ -40,13 +41,50 @@ def send(pair, prefix, count):
                 for i in range(count)}
 
 
-def test_consumes_from_the_slave_while_the_master_is_down_and_back(pair):
+def ready(pair):
     pair.wait_in_sync()
     create_topic(pair.master_addr, TOPIC, queues=2)
     wait_until(lambda: broker_ids(pair) == {0, 1}, timeout=30)
     pair.wait_slave_knows_topic(TOPIC)
     sent = send(pair, "before", 20)
     pair.wait_logs_identical()
+    return sent
+
+
+def test_push_consumer_consumes_from_the_slave_while_the_master_is_down_and_back(pair, monkeypatch):
+    sent = ready(pair)
+    pulled_from, got = [], []
+    perform = blocking._Connections.perform
+
+    def recording(connections, call_):
+        if call_.request.code == RequestCode.PULL_MESSAGE and call_.request.ext_fields["topic"] == TOPIC:
+            pulled_from.append(call_.address)
+        return perform(connections, call_)
+
+    monkeypatch.setattr(blocking._Connections, "perform", recording)
+    with PushConsumer(namesrvAddr=pair.namesrv_addr, consumerGroup="cg_push_failover",
+                      consumeFromWhere="CONSUME_FROM_FIRST_OFFSET", pullBatchSize=4,
+                      pollNameServerInterval=300, brokerSuspendMaxTimeMillis=1000) as c:
+        c.subscribe(TOPIC)
+        c.register_message_listener(lambda messages: got.extend(messages) or "CONSUME_SUCCESS")
+        c.start()
+        wait_until(lambda: pair.slave_addr in pulled_from, timeout=30)
+        pair.master.kill()
+        wait_until(lambda: broker_ids(pair) == {1}, timeout=30)
+        del pulled_from[:]
+        wait_until(lambda: len(got) >= 20 and pair.slave_addr in pulled_from, timeout=30)
+        assert sorted(m.msg_id for m in got) == sorted(sent)  # all of them, none twice
+        pair.start_master()
+        wait_until(lambda: broker_ids(pair) == {0, 1}, timeout=30)
+        del pulled_from[:]
+        sent_after = send(pair, "after", 6)
+        wait_until(lambda: len(got) >= 26, timeout=30)
+        assert sorted(m.msg_id for m in got[20:]) == sorted(sent_after)
+        wait_until(lambda: pulled_from[-2:] == [pair.master_addr] * 2, timeout=30)
+
+
+def test_consumes_from_the_slave_while_the_master_is_down_and_back(pair):
+    sent = ready(pair)
     pulled_from = []
     with LitePullConsumer(namesrvAddr=pair.namesrv_addr, consumerGroup="cg_failover",
                           consumeFromWhere="CONSUME_FROM_FIRST_OFFSET", pullBatchSize=4,
