@@ -100,11 +100,25 @@ class Brokers(LitePullConsumer):
         return (self._queue_offset(queue, RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader),
                 self._queue_offset(queue, RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader))
 
-    def offset_at(self, queue, timestamp):
-        """The offset of ``queue``'s first message stored at or after ``timestamp`` (ms),
-        searched on the broker (SEARCH_OFFSET_BY_TIMESTAMP)."""
-        return self._queue_offset(queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                                  SearchOffsetRequestHeader, timestamp=timestamp)
+    def offset_at(self, queue, timestamp, low, high):
+        """The offset of ``queue``'s first message stored at or after ``timestamp`` (ms;
+        ``high`` if none), between its bounds ``low`` and ``high``. The broker's
+        SEARCH_OFFSET_BY_TIMESTAMP answers the offset *nearest* that time
+        (``ConsumeQueue#getOffsetInQueueByTime``), so the messages around it are checked."""
+        offset = min(max(self._queue_offset(queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                                            SearchOffsetRequestHeader, timestamp=timestamp),
+                         low), high)
+        while offset < high and self._stored_at(queue, offset) < timestamp:
+            offset += 1
+        while offset > low and self._stored_at(queue, offset - 1) >= timestamp:
+            offset -= 1
+        return offset
+
+    def _stored_at(self, queue, offset):
+        """The store timestamp of the message at ``offset`` of ``queue``."""
+        for messages in self.read((queue, offset, offset + 1)):
+            return messages[0].store_timestamp
+        raise ClientError("no message at offset %d of %s" % (offset, queue))
 
     # ------------------------------------------------------------ reading
 

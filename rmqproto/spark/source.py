@@ -9,7 +9,6 @@ hands Spark Arrow record batches (:mod:`rmqproto.spark.rows`). The sink is
 """
 
 import logging
-import uuid
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
                                     InputPartition)
@@ -59,8 +58,7 @@ class _Planner:
 
     def connect(self):
         options = self.options
-        return Brokers(options.name_server, "%s-%s" % (options.consumer_group, uuid.uuid4().hex[:12]),
-                       options.pull_batch_size)
+        return Brokers(options.name_server, options.consumer_group, options.pull_batch_size)
 
     def queue_bounds(self, brokers):
         """``{queue: (min, max)}`` of every queue the ``topic`` option names now."""
@@ -75,7 +73,7 @@ class _Planner:
         offsets = {}
         for queue, (low, high) in bounds.items():
             if timestamp is not None:
-                offsets[queue] = min(max(brokers.offset_at(queue, timestamp), low), high)
+                offsets[queue] = brokers.offset_at(queue, timestamp, low, high)
                 continue
             wanted = spec if isinstance(spec, str) else spec.get(queue, unnamed)
             if wanted in ("earliest", EARLIEST):

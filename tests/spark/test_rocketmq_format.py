@@ -5,6 +5,7 @@ every message once into Parquet; the sink's 100k rows read back whole; offsets d
 retention fail a read or are skipped (``failOnDataLoss``)."""
 
 import json
+import os
 import time
 
 import pytest
@@ -18,9 +19,9 @@ from sparkclusters import JavaCluster, LocalCluster
 
 pytestmark = pytest.mark.java
 
-READ, TIMED, STREAM, STREAM_NEW, WRITTEN, PIPED, LOST = (
+READ, TIMED, STREAM, STREAM_NEW, WRITTEN, PIPED, LOST, FILLER = (
     "SparkRead", "SparkTimed", "SparkStream", "SparkStreamLater", "SparkWritten", "SparkPiped",
-    "SparkLost")
+    "SparkLost", "SparkFiller")
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def clusters(tmp_path_factory):
         started["ours"] = LocalCluster(workdir / "ours")
         started["java"] = JavaCluster(peers)
         for cluster in started.values():
-            cluster.create_topics(READ, TIMED, STREAM, WRITTEN, PIPED, LOST)
+            cluster.create_topics(READ, TIMED, STREAM, WRITTEN, PIPED, LOST, FILLER)
         yield started
     finally:
         for cluster in started.values():
@@ -135,13 +136,12 @@ def test_a_stream_stopped_and_restarted_writes_every_message_once(spark, cluster
         return (stream.writeStream.format("parquet").option("path", output)
                 .option("checkpointLocation", checkpoint).trigger(**trigger).start())
 
-    query = start(dict(processingTime="0 seconds"))
+    query = start(dict(processingTime="1 hour"))  # one micro-batch, then it waits
     try:
         _wait_progress(query, 1)
     finally:
         query.stop()
-    done = spark.read.parquet(output).count()
-    assert 0 < done < 60  # stopped mid-stream: at most 20 a micro-batch
+    assert 0 < spark.read.parquet(output).count() <= 20  # stopped mid-stream
     more = send(cluster, STREAM, 30, "more-" + cluster.kind)
     cluster.create_topics(STREAM_NEW + cluster.kind)  # a new topic the pattern matches
     newer = send(cluster, STREAM_NEW + cluster.kind, 10, "new-" + cluster.kind)
@@ -151,3 +151,100 @@ def test_a_stream_stopped_and_restarted_writes_every_message_once(spark, cluster
     rows = spark.read.parquet(output).collect()
     assert sorted(r.body.decode() for r in rows) == sorted({**sent, **more, **newer})
     assert len({(r.topic, r.queueId, r.queueOffset) for r in rows}) == len(rows)
+
+
+def test_a_write_of_100k_rows_reads_back_whole(spark, cluster):
+    rows = 100_000
+    frame = spark.range(rows).selectExpr(
+        "cast(id as string) as body", "concat('k', id) as keys",
+        "concat('T', id % 3) as tags", "map('n', cast(id as string)) as properties")
+    frame.write.format("rocketmq").option("nameServer", cluster.namesrv_addr) \
+        .option("topic", WRITTEN).mode("append").save()
+    back = read(spark, cluster, WRITTEN, minPartitions=4)
+    assert back.count() == rows
+    summary = back.selectExpr("count(distinct body) as bodies",
+                              "sum(cast(cast(body as string) = substr(keys, 2) as int)) as keyed",
+                              "sum(cast(tags = concat('T', cast(body as string) % 3) as int)) as tagged",
+                              "sum(cast(properties['n'] = cast(body as string) as int)) as props"
+                              ).collect()[0]
+    assert tuple(summary) == (rows, rows, rows, rows)
+
+
+def test_a_stream_writes_to_a_topic(spark, cluster, tmp_path):
+    """readStream of one topic into writeStream of another: each row once more there."""
+    expected = read(spark, cluster, READ).count()
+    stream = (spark.readStream.format("rocketmq").option("nameServer", cluster.namesrv_addr)
+              .option("topic", READ).option("startingOffsets", "earliest").load()
+              .selectExpr("body", "tags", "keys", "properties"))
+    query = (stream.writeStream.format("rocketmq").option("nameServer", cluster.namesrv_addr)
+             .option("topic", PIPED).option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    source = sorted((r.body, r.tags, r.keys) for r in read(spark, cluster, READ).collect())
+    piped = sorted((r.body, r.tags, r.keys) for r in read(spark, cluster, PIPED).collect())
+    assert len(piped) == expected and piped == source
+
+
+@pytest.mark.parametrize("frame, error", [
+    ("select 'x' as payload", "needs a body column"),
+    ("select 1 as body", "column body must be binary or string, not int"),
+    ("select 'x' as body, 5 as tags", "column tags must be string, not int"),
+])
+def test_the_sink_refuses_frames_it_cannot_write(spark, clusters, frame, error):
+    with pytest.raises(Exception, match=error):
+        spark.sql(frame).write.format("rocketmq").option("nameServer", clusters["ours"].namesrv_addr) \
+            .option("topic", WRITTEN).mode("append").save()
+
+
+def test_the_sink_fails_clearly_when_no_nameserver_answers(spark, clusters):
+    with pytest.raises(Exception, match="cannot reach the NameServer 127.0.0.1:1"):
+        spark.sql("select 'x' as body").write.format("rocketmq").option("nameServer", "127.0.0.1:1") \
+            .option("topic", WRITTEN).mode("append").save()
+
+
+def _min_offsets(spark, cluster, topic):
+    from rmqproto.spark.brokers import Brokers
+    with Brokers(cluster.namesrv_addr, "spark_tests_bounds") as brokers:
+        return {q.queue_id: brokers.bounds(q)[0] for q in brokers.queues([topic])}
+
+
+def test_offsets_deleted_by_retention_fail_the_read_or_are_skipped(spark, cluster, tmp_path):
+    gone = send(cluster, LOST, 40, "lost-" + cluster.kind)
+    with Producer(namesrvAddr=cluster.namesrv_addr, producerGroup="spark_tests") as producer:
+        for _ in range(8):  # roll the commit log on: the messages above are in full segments
+            producer.send(Message(FILLER, os.urandom(200_000)))
+    kept = send(cluster, LOST, 8, "kept-" + cluster.kind)  # in the last segment, which stays
+    wait_until(lambda: time.monotonic() - cluster.started > 61, timeout=90, interval=0.5)
+    cluster.delete_expired_segments()
+    seen = []
+    try:  # a queue's min offset moves to its first message left (ConsumeQueue#correctMinOffset)
+        low = wait_until(lambda: (lambda m: seen.append(m) or (m if min(m.values()) > 0 else None))(
+            _min_offsets(spark, cluster, LOST)), timeout=60)
+    except TimeoutError:
+        raise AssertionError("min offsets of %s: %s" % (LOST, seen[-1:])) from None
+    assert low == {q: 10 for q in range(4)}
+    kept = sorted(kept)
+    everything = json.dumps({LOST: {_broker_of(gone): {str(q): 0 for q in range(4)}}})
+    with pytest.raises(Exception, match=r"offsets 0 to 9 of %s/.* were deleted by retention" % LOST):
+        read(spark, cluster, LOST, startingOffsets=everything).collect()
+    skipped = read(spark, cluster, LOST, startingOffsets=everything, failOnDataLoss="false")
+    assert sorted(r.body.decode() for r in skipped.collect()) == kept
+
+    def stream(fail):  # a stream from offsets that were deleted: the same two ways
+        return (spark.readStream.format("rocketmq").option("nameServer", cluster.namesrv_addr)
+                .option("topic", LOST).option("startingOffsets", everything)
+                .option("failOnDataLoss", fail).load().selectExpr("body").writeStream
+                .format("parquet").option("path", str(tmp_path / fail))
+                .option("checkpointLocation", str(tmp_path / ("cp" + fail)))
+                .trigger(availableNow=True).start())
+    failing = stream("true")
+    with pytest.raises(Exception, match="were deleted by retention"):
+        failing.awaitTermination(120)
+    assert stream("false").awaitTermination(120)
+    assert sorted(r.body.decode() for r in spark.read.parquet(str(tmp_path / "false")).collect()) == kept
+
+
+def _broker_of(sent):
+    (broker,) = {r.queue.broker_name for _, r in sent.values()}
+    return broker
