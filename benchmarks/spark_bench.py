@@ -35,8 +35,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from harness import (OtherLoad, exit_on_sigterm, format_table, java_classpath, log,  # noqa: E402
-                     machine, rate, ratio, run_java)
+from harness import (exit_on_sigterm, format_table, java_classpath, log, machine,  # noqa: E402
+                     rate, run_java)
 from rmqproto.client import Message  # noqa: E402
 from rmqproto.client.blocking import Producer  # noqa: E402
 from support.daemons import Daemon  # noqa: E402
@@ -132,30 +132,22 @@ def run(messages):
                       .option("topic", TOPIC).load())
             timed(source.limit(10))  # Spark's and the workers' first start, not measured
             log("reading with spark.read.format('rocketmq')")
-            with OtherLoad() as other:
-                rows, _, seconds = timed(source)
+            rows, _, seconds = timed(source)
             assert rows == messages, (rows, messages)
-            results["rocketmq"] = dict(rows=rows, seconds=seconds, rps=rows / seconds,
-                                       other=other.cores)
+            results["rocketmq"] = dict(rows=rows, seconds=seconds, rps=rows / seconds)
             log("consuming with the Java client")
-            with OtherLoad() as other:
-                out = run_java(classpath, "rmqproto.bench.BrokerLoad", namesrv, "consume", TOPIC,
-                               messages, 60 + messages / 2000, timeout=120 + messages / 1000)
-            java = json.loads(out.strip().splitlines()[-1])
-            java["other"] = other.cores
-            results["java"] = java
+            out = run_java(classpath, "rmqproto.bench.BrokerLoad", namesrv, "consume", TOPIC,
+                           messages, 60 + messages / 2000, timeout=120 + messages / 1000)
+            results["java"] = json.loads(out.strip().splitlines()[-1])
             store = workdir / "data" / "master"
             log("reading the store with spark.read.format('rocketmq-store')")
             stored = spark.read.format("rocketmq-store").load(str(store))
-            with OtherLoad() as other:
-                rows, _, seconds = timed(stored)
+            rows, _, seconds = timed(stored)
             volume = stored.selectExpr("sum(storeSize)").collect()[0][0]
             results["store"] = dict(rows=rows, bytes=volume, seconds=seconds,
-                                    mbps=volume / seconds / 1e6, other=other.cores)
-            with OtherLoad() as other:
-                seconds = sequential_read(commit_log(store), volume)
-            results["disk"] = dict(bytes=volume, seconds=seconds, mbps=volume / seconds / 1e6,
-                                   other=other.cores)
+                                    mbps=volume / seconds / 1e6)
+            seconds = sequential_read(commit_log(store), volume)
+            results["disk"] = dict(bytes=volume, seconds=seconds, mbps=volume / seconds / 1e6)
             spark.stop()
         finally:
             daemon.stop()
@@ -167,15 +159,13 @@ def table(results, markdown=False):
     store, disk = results["store"], results["disk"]
     rows = [
         ["spark.read rocketmq (local[2])", rate(ours["rps"]) + " rows/s", "%.1f" % ours["seconds"],
-         ratio(ours["rps"], java["tps"]), "%.2f" % ours["other"]],
-        ["Java 4.9.8 push consumer", rate(java["tps"]) + " msgs/s", "%.1f" % java["seconds"], "1.00",
-         "%.2f" % java["other"]],
+         "%.3f" % (ours["rps"] / java["tps"])],
+        ["Java 4.9.8 push consumer", rate(java["tps"]) + " msgs/s", "%.1f" % java["seconds"], "1"],
         ["spark.read rocketmq-store (local[2])", "%.1f MB/s" % store["mbps"],
-         "%.1f" % store["seconds"], ratio(store["mbps"], disk["mbps"]), "%.2f" % store["other"]],
-        ["sequential read, 1 MiB reads", "%.1f MB/s" % disk["mbps"], "%.2f" % disk["seconds"],
-         "1.00", "%.2f" % disk["other"]],
+         "%.1f" % store["seconds"], "%.3f" % (store["mbps"] / disk["mbps"])],
+        ["sequential read, 1 MiB reads", "%.0f MB/s" % disk["mbps"], "%.2f" % disk["seconds"], "1"],
     ]
-    return format_table(["what", "rate", "s", "ratio", "other load"], rows, markdown)
+    return format_table(["what", "rate", "s", "ratio"], rows, markdown)
 
 
 def main(argv=None):
