@@ -212,13 +212,13 @@ def record_row(record, broker_name=None):
             masked_crc32(record.body) == record.body_crc)
 
 
-def arrow_schema():
-    """The Arrow schema of the rows (timestamps in microseconds, UTC, as Spark sends them)."""
+def arrow_schema(columns=COLUMNS):
+    """The Arrow schema of ``columns`` (timestamps in microseconds, UTC, as Spark sends them)."""
     import pyarrow as pa
     types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(),
              "binary": pa.binary(), "timestamp": pa.timestamp("us", tz="UTC"),
              "map<string,string>": pa.map_(pa.string(), pa.string()), "boolean": pa.bool_()}
-    return pa.schema([(name, types[kind]) for name, kind in COLUMNS])
+    return pa.schema([(name, types[kind]) for name, kind in columns])
 
 
 def region_batches(region, broker_name=None, batch_rows=4096):
