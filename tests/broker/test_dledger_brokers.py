@@ -10,12 +10,11 @@
 """
 
 import re
-import threading
 
 import pytest
 
 from rmqproto.codec.codes import RequestCode, ResponseCode
-from support.dledgerbrokers import BROKER_NAME, MEMBERS, DLedgerBrokers, cluster_list_roles
+from support.dledgerbrokers import MEMBERS, DLedgerBrokers, cluster_list_roles
 from support.interop import java_available
 from support.javapeers import JavaPeers
 from support.syncclient import call, wait_until
