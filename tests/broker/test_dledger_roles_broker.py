@@ -19,6 +19,7 @@ class Member:
 
     def __init__(self):
         self.role_listeners = []
+        self.append_observers = []
         self.node = self
         self.store = self
         self.role, self.term = Role.CANDIDATE, 0
