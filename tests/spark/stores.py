@@ -61,8 +61,9 @@ def dledger_store(root, records, self_id="n0"):
         record.commit_log_offset = position
         return encode_record(record)
 
+    ledger.append_hooks.append(at_position)
     try:
         for record in records:
-            ledger.append_as_leader(encode_record(record), 1, at_position)
+            ledger.append_as_leader(encode_record(record), 1)
     finally:
         ledger.close()
