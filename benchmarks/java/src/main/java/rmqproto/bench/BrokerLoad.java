@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.LongStream;
@@ -12,6 +13,7 @@ import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
@@ -35,7 +37,12 @@ import org.apache.rocketmq.common.message.Message;
  * message and {@code measured} once EXPECTED messages arrived (or TIMEOUT_S passed), then the
  * JSON line: messages, seconds (first to last message), tps, errors (0).
  *
- * <p>Usage: BrokerLoad NAMESRV send TOPIC THREADS BODY_SIZE BATCH WARMUP_S MEASURE_S
+ * <p>{@code async}: as {@code send} with single messages, but one thread keeps THREADS
+ * asynchronous sends ({@code send(Message, SendCallback)}, {@code retryTimesWhenSendAsyncFailed
+ * = 0}) in flight, starting the next as soon as a callback returned one; the latency is from
+ * the call to its callback.
+ *
+ * <p>Usage: BrokerLoad NAMESRV send|async TOPIC THREADS BODY_SIZE BATCH WARMUP_S MEASURE_S
  * <br>BrokerLoad NAMESRV consume TOPIC EXPECTED TIMEOUT_S
  */
 public final class BrokerLoad {
@@ -47,31 +54,49 @@ public final class BrokerLoad {
         String mode = args[1];
         String topic = args[2];
         String report;
-        if (mode.equals("send")) {
-            report = new BrokerLoad().send(namesrv, topic, Integer.parseInt(args[3]), Integer.parseInt(args[4]),
-                Integer.parseInt(args[5]), Double.parseDouble(args[6]), Double.parseDouble(args[7]));
+        if (mode.equals("send") || mode.equals("async")) {
+            report = new BrokerLoad().send(namesrv, topic, mode.equals("async"), Integer.parseInt(args[3]),
+                Integer.parseInt(args[4]), Integer.parseInt(args[5]), Double.parseDouble(args[6]),
+                Double.parseDouble(args[7]));
         } else if (mode.equals("consume")) {
             report = consume(namesrv, topic, Long.parseLong(args[3]), Double.parseDouble(args[4]));
         } else {
-            throw new IllegalArgumentException("mode must be send or consume: " + mode);
+            throw new IllegalArgumentException("mode must be send, async or consume: " + mode);
         }
         System.out.println(report);
         System.exit(0);  // the client's non-daemon threads must not keep the process alive
     }
 
-    /** One sending thread's figures, merged when the run is over. */
-    private final class Sender extends Thread {
-        private final DefaultMQProducer producer;
-        private final String topic;
-        private final byte[] body;
-        private final int batch;
+    /** A sending thread and its figures, merged when the run is over. */
+    private abstract class Meter extends Thread {
+        final DefaultMQProducer producer;
+        final String topic;
+        final byte[] body;
         private final LongStream.Builder latencies = LongStream.builder();
         private long errors;
 
-        Sender(DefaultMQProducer producer, String topic, byte[] body, int batch) {
+        Meter(DefaultMQProducer producer, String topic, byte[] body) {
             this.producer = producer;
             this.topic = topic;
             this.body = body;
+        }
+
+        /** A send that started at {@code start} (nanoTime) ended now. */
+        synchronized void record(long start, boolean failed) {
+            long latency = System.nanoTime() - start;
+            if (measuring) {
+                latencies.add(latency);
+                errors += failed ? 1 : 0;
+            }
+        }
+    }
+
+    /** Sends synchronously in a closed loop. */
+    private final class Sender extends Meter {
+        private final int batch;
+
+        Sender(DefaultMQProducer producer, String topic, byte[] body, int batch) {
+            super(producer, topic, body);
             this.batch = batch;
         }
 
@@ -95,28 +120,80 @@ public final class BrokerLoad {
                 } catch (Exception e) {
                     failed = true;
                 }
-                long latency = System.nanoTime() - start;
-                if (measuring) {
-                    latencies.add(latency);
-                    errors += failed ? 1 : 0;
-                }
+                record(start, failed);
             }
         }
     }
 
-    private String send(String namesrv, String topic, int threads, int bodySize, int batch,
+    /** Keeps PERMITS asynchronous sends in flight; their callbacks record the figures. */
+    private final class AsyncSender extends Meter {
+        private final Semaphore inflight;
+        private final int permits;
+
+        AsyncSender(DefaultMQProducer producer, String topic, byte[] body, int permits) {
+            super(producer, topic, body);
+            this.permits = permits;
+            this.inflight = new Semaphore(permits);
+        }
+
+        @Override
+        public void run() {
+            try {
+                while (running) {
+                    inflight.acquire();
+                    long start = System.nanoTime();
+                    try {
+                        producer.send(new Message(topic, body), new Callback(start));
+                    } catch (Exception e) {
+                        done(start, true);
+                    }
+                }
+                inflight.tryAcquire(permits, 10, TimeUnit.SECONDS);  // the last callbacks
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        private void done(long start, boolean failed) {
+            record(start, failed);
+            inflight.release();
+        }
+
+        /** One send's callback: when it started. */
+        private final class Callback implements SendCallback {
+            private final long start;
+
+            Callback(long start) {
+                this.start = start;
+            }
+
+            @Override
+            public void onSuccess(SendResult result) {
+                done(start, result.getSendStatus() != SendStatus.SEND_OK);
+            }
+
+            @Override
+            public void onException(Throwable e) {
+                done(start, true);
+            }
+        }
+    }
+
+    private String send(String namesrv, String topic, boolean async, int threads, int bodySize, int batch,
         double warmup, double seconds) throws Exception {
         DefaultMQProducer producer = new DefaultMQProducer("bench_producer");
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("bench-" + ProcessHandle.current().pid());
         producer.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE);
         producer.setRetryTimesWhenSendFailed(0);
+        producer.setRetryTimesWhenSendAsyncFailed(0);
         producer.start();
         byte[] body = new byte[bodySize];
         Arrays.fill(body, (byte) 'x');
-        Sender[] senders = new Sender[threads];
-        for (int i = 0; i < threads; i++) {
-            senders[i] = new Sender(producer, topic, body, batch);
+        Meter[] senders = new Meter[async ? 1 : threads];
+        for (int i = 0; i < senders.length; i++) {
+            senders[i] = async ? new AsyncSender(producer, topic, body, threads)
+                : new Sender(producer, topic, body, batch);
             senders[i].start();
         }
         Thread.sleep((long) (warmup * 1000));
@@ -130,7 +207,7 @@ public final class BrokerLoad {
         System.out.println("measured");
         System.out.flush();
         running = false;
-        for (Sender sender : senders) {
+        for (Meter sender : senders) {
             sender.join(10_000);
         }
         producer.shutdown();
