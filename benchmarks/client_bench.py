@@ -46,15 +46,13 @@ from broker_bench import (  # noqa: E402
     run_workloads)
 from harness import (  # noqa: E402
     exit_on_sigterm, format_table, group_bench_arguments, log, machine, rate, ratio)
-from loadclient import Figures, announce  # noqa: E402
+from loadclient import announce, closed_loop  # noqa: E402
 
 CLIENTS = ("python", "java")
 #: The topics: sends, and a backlog of each consumed body size.
 TOPIC_KINDS = {"send": None, "consume": 128, "consume1k": 1024}
 BACKLOG = {"full": 50_000, "quick": 10_000}
 ASYNC_IN_FLIGHT = 32
-#: Seconds a failed send waits before the next (the broker is gone or stuck).
-FAILED_PAUSE = 0.1
 
 
 WORKLOADS = [
@@ -107,43 +105,21 @@ def _producer(reactor, namesrv):
 
 async def send(reactor, namesrv, mode, topic, in_flight, body_size, batch, warmup, seconds):
     """Keep ``in_flight`` sends (``mode`` "send" or "async") going; BrokerLoad's report."""
-    from twisted.internet import task
-
     from rmqproto.client import Message, SendStatus
 
     if batch != 1:
         raise SystemExit("the client benchmark sends single messages")
     producer = _producer(reactor, namesrv)
     sending = producer.send if mode == "send" else producer.send_async
-    body, figures, running = b"x" * body_size, Figures(), [True]
+    body = b"x" * body_size
 
-    def send_next():
-        if running[0]:
-            started = time.perf_counter()
-            sending(Message(topic, body)).addCallbacks(
-                sent, failed, callbackArgs=(started,), errbackArgs=(started,))
+    def send_one():
+        return sending(Message(topic, body)).addCallback(
+            lambda result: result.status is not SendStatus.SEND_OK)
 
-    def sent(result, started):
-        figures.record(time.perf_counter() - started, result.status is not SendStatus.SEND_OK)
-        send_next()
-
-    def failed(failure, started):
-        figures.record(time.perf_counter() - started, True)
-        reactor.callLater(FAILED_PAUSE, send_next)
-
-    for _ in range(in_flight):
-        send_next()
-    await task.deferLater(reactor, warmup)
-    announce("measuring")
-    figures.measuring = True
-    start = time.perf_counter()
-    await task.deferLater(reactor, seconds)
-    figures.measuring = False
-    elapsed = time.perf_counter() - start
-    announce("measured")
-    running[0] = False
+    report = await closed_loop(reactor, send_one, in_flight, warmup, seconds, batch)
     await producer.close()
-    return figures.send_report(elapsed, batch)
+    return report
 
 
 async def consume(reactor, namesrv, topic, expected, timeout):
