@@ -81,24 +81,27 @@ BROKER_SETTINGS = dict(
 CLIENTS = ("java", "python", "raw")
 #: The generators that send only single messages (no batches, no consuming).
 SINGLE_SEND_ONLY = ("raw",)
+#: The modes that read a backlog: a push consumer, a lite pull consumer.
+CONSUMES = ("consume", "litepull")
 
 
 class Workload:
     """One row of the table: a send (``mode`` "send", or "async" for asynchronous sends,
     ``threads`` producer threads or sends in flight, ``batch`` messages a send) or a
-    consume of the backlog; ``clients`` are the load generators that can run it; ``topic``
-    the kind of topic it runs on (a key of :meth:`Brokers.create_topics`' answer)."""
+    consume of the backlog (a mode of :data:`CONSUMES`); ``clients`` are the load
+    generators that can run it; ``topic`` the kind of topic it runs on (a key of
+    :meth:`Brokers.create_topics`' answer)."""
 
     def __init__(self, name, mode, body_size=128, threads=1, batch=1, topic=None):
         self.name, self.mode = name, mode
         self.body_size, self.threads, self.batch = body_size, threads, batch
-        self.topic = topic or ("consume" if mode == "consume" else "send")
+        self.topic = topic or ("consume" if mode in CONSUMES else "send")
         single = mode == "send" and batch == 1
         self.clients = tuple(c for c in CLIENTS if single or c not in SINGLE_SEND_ONLY)
 
     def loader_args(self, topic, warmup, seconds, backlog):
-        if self.mode == "consume":
-            return ["consume", topic[self.topic], backlog, 60 + backlog / 2000]
+        if self.mode in CONSUMES:
+            return [self.mode, topic[self.topic], backlog, 60 + backlog / 2000]
         return [self.mode, topic[self.topic], self.threads, self.body_size, self.batch, warmup,
                 seconds]
 
@@ -310,7 +313,7 @@ class Loaders:
 def backlog_first(workloads):
     """``workloads`` in the order they run: the consumes first, since long send runs write
     enough for the brokers' disk-usage retention to delete the backlog's files."""
-    return sorted(workloads, key=lambda w: w.mode != "consume")
+    return sorted(workloads, key=lambda w: w.mode not in CONSUMES)
 
 
 def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, profile=None):

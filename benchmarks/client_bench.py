@@ -6,17 +6,19 @@ two load generators in turn:
 - ``java``: ``BrokerLoad`` (``benchmarks/java``) on the RocketMQ 4.9.8 client. ``send``:
   THREADS threads each sending synchronously in a closed loop; ``async``: THREADS
   ``send(Message, SendCallback)`` in flight; ``consume``: a ``DefaultMQPushConsumer``
-  (one pull in flight per queue) reading a backlog, its listener counting.
+  (one pull in flight per queue) reading a backlog, its listener counting; ``litepull``:
+  a ``DefaultLitePullConsumer`` reading it with ``poll()``.
 - ``python``: this file run as ``client_bench.py load …``, our client with the Twisted
   transport (:mod:`rmqproto.client.deferred`) on rmqproto's reactor. ``send``: THREADS
   ``Producer.send`` calls in flight, the next made as one answers (the Twisted client has
   no threads: its sends in flight are what Java's sending threads are); ``async``:
-  THREADS ``Producer.send_async``; ``consume``: a ``PushConsumer`` whose listener counts.
+  THREADS ``Producer.send_async``; ``consume``: a ``PushConsumer`` whose listener counts;
+  ``litepull``: a ``LitePullConsumer`` and ``poll()``.
 
 Both sides alike: a new ``Message(topic, body)`` a send, no retries
 (``retryTimesWhenSendFailed`` and ``retryTimesWhenSendAsyncFailed`` 0), no compression,
-consumers of a new group from the first offset, 32 messages a pull, one message a listener
-call. A topic of 8 queues for the sends and one for each consumed body size, its backlog
+consumers of a new group from the first offset with their defaults (push: 32 messages a
+pull, one message a listener call; lite pull: 10 messages a pull). A topic of 8 queues for the sends and one for each consumed body size, its backlog
 written before the first run. Each run warms up, then measures messages/s, the mean
 latency of a send, the CPU the generator used ("gen CPU": the client's cost; near 1.00 on
 its own core means the client set the pace) and the broker's; "other load" as in the
@@ -25,7 +27,7 @@ generators to CPU 1 (``--no-pin``: not pinned).
 
     python benchmarks/client_bench.py                  # every workload: about 3 minutes
     python benchmarks/client_bench.py --quick          # three workloads, short runs
-    python benchmarks/client_bench.py --client python --workload "consume 128 B" \\
+    python benchmarks/client_bench.py --client python --workload "push consumer 128 B" \\
         --profile prof/                                # cProfile our client's runs
 """
 
@@ -42,8 +44,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from broker_bench import (  # noqa: E402
-    Brokers, Loaders, Workload, _cores, _ms, _size, backlog_first, errors, print_profile,
-    run_workloads)
+    CONSUMES, Brokers, Loaders, Workload, _cores, _ms, _size, backlog_first, errors,
+    print_profile, run_workloads)
 from harness import (  # noqa: E402
     exit_on_sigterm, format_table, group_bench_arguments, log, machine, rate, ratio)
 from loadclient import announce, closed_loop  # noqa: E402
@@ -61,9 +63,11 @@ WORKLOADS = [
     for size in (128, 1024) for threads in (1, 8)] + [
     Workload("async send %s, %d in flight" % (_size(size), ASYNC_IN_FLIGHT), "async", size,
              ASYNC_IN_FLIGHT) for size in (128, 1024)] + [
-    Workload("consume %s" % _size(size), "consume", size, topic=kind)
+    Workload("%s %s" % (what, _size(size)), mode, size, topic=kind)
+    for mode, what in (("consume", "push consumer"), ("litepull", "lite pull consumer"))
     for kind, size in TOPIC_KINDS.items() if size]
-QUICK = ("sync send 128 B, 8 threads", "async send 128 B, 32 in flight", "consume 128 B")
+QUICK = ("sync send 128 B, 8 threads", "async send 128 B, 32 in flight",
+         "push consumer 128 B", "lite pull consumer 128 B")
 
 
 class OurBroker(Brokers):
@@ -154,15 +158,43 @@ async def consume(reactor, namesrv, topic, expected, timeout):
         timer.cancel()
     announce("measured")
     await consumer.shutdown()
-    seconds = max(1e-9, (state["last"] or 0) - (state["first"] or 0))
-    return {"messages": state["received"], "seconds": seconds,
-            "rps": state["received"] / seconds, "tps": state["received"] / seconds, "errors": 0}
+    return _consumed(state["received"], state["first"], state["last"])
+
+
+async def lite_pull(reactor, namesrv, topic, expected, timeout):
+    """Poll ``expected`` messages of ``topic`` from its first offset; BrokerLoad's report."""
+    from rmqproto.client import deferred
+
+    consumer = deferred.LitePullConsumer(
+        reactor, namesrvAddr=namesrv, consumerGroup="bench_consumer_%d" % time.monotonic_ns(),
+        instanceName="bench-%d" % os.getpid(), consumeFromWhere="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    deadline = reactor.seconds() + timeout
+    received, first, last = 0, None, None
+    while received < expected and reactor.seconds() < deadline:
+        messages = await consumer.poll(timeout=1)
+        if messages:
+            last = time.perf_counter()
+            if first is None:
+                first = last
+                announce("measuring")
+            received += len(messages)
+    announce("measured")
+    await consumer.close()
+    return _consumed(received, first, last)
+
+
+def _consumed(received, first, last):
+    """The JSON report of a consume: ``received`` messages from ``first`` to ``last`` (s)."""
+    seconds = max(1e-9, (last or 0) - (first or 0))
+    return {"messages": received, "seconds": seconds, "rps": received / seconds,
+            "tps": received / seconds, "errors": 0}
 
 
 def load(argv):
     """The ``python`` generator, with BrokerLoad's arguments and output:
     ``NAMESRV send|async TOPIC IN_FLIGHT BODY_SIZE BATCH WARMUP_S MEASURE_S`` or
-    ``NAMESRV consume TOPIC EXPECTED TIMEOUT_S``."""
+    ``NAMESRV consume|litepull TOPIC EXPECTED TIMEOUT_S``."""
     from rmqproto import eventloop
 
     eventloop.install_default()
@@ -173,10 +205,11 @@ def load(argv):
             in_flight, body_size, batch = map(int, args[:3])
             report = await send(reactor, namesrv, mode, topic, in_flight, body_size, batch,
                                 *map(float, args[3:5]))
-        elif mode == "consume":
-            report = await consume(reactor, namesrv, topic, int(args[0]), float(args[1]))
+        elif mode in CONSUMES:
+            reader = consume if mode == "consume" else lite_pull
+            report = await reader(reactor, namesrv, topic, int(args[0]), float(args[1]))
         else:
-            raise SystemExit("mode must be send, async or consume: %s" % mode)
+            raise SystemExit("mode must be send, async, consume or litepull: %s" % mode)
         print(json.dumps(report), flush=True)
 
     task.react(lambda reactor, *a: defer.Deferred.fromCoroutine(main(reactor, *a)), argv)
@@ -192,7 +225,7 @@ def run(workloads, clients, warmup, seconds, repeat, reruns, pinned, backlog, pr
         try:
             loaders = ClientLoaders(workdir, broker.namesrv_addr, profile)
             topics = broker.create_topics(tuple(TOPIC_KINDS))
-            for kind in sorted({w.topic for w in workloads if w.mode == "consume"}):
+            for kind in sorted({w.topic for w in workloads if w.mode in CONSUMES}):
                 log("writing a backlog of %d messages to %s" % (backlog, kind))
                 broker.prefill(topics, backlog, TOPIC_KINDS[kind], kind)
             results = run_workloads(broker, loaders, topics, backlog_first(workloads), clients,

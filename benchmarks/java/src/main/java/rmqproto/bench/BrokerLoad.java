@@ -9,6 +9,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.LongStream;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -18,6 +19,7 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
 
 /**
  * Load on a broker through the real RocketMQ 4.9.8 Java client, the way the benchmark
@@ -42,8 +44,11 @@ import org.apache.rocketmq.common.message.Message;
  * = 0}) in flight, starting the next as soon as a callback returned one; the latency is from
  * the call to its callback.
  *
+ * <p>{@code litepull}: as {@code consume} with a {@code DefaultLitePullConsumer} (subscribed,
+ * its defaults), {@code poll()} called in a loop.
+ *
  * <p>Usage: BrokerLoad NAMESRV send|async TOPIC THREADS BODY_SIZE BATCH WARMUP_S MEASURE_S
- * <br>BrokerLoad NAMESRV consume TOPIC EXPECTED TIMEOUT_S
+ * <br>BrokerLoad NAMESRV consume|litepull TOPIC EXPECTED TIMEOUT_S
  */
 public final class BrokerLoad {
     private volatile boolean measuring;
@@ -60,8 +65,10 @@ public final class BrokerLoad {
                 Double.parseDouble(args[7]));
         } else if (mode.equals("consume")) {
             report = consume(namesrv, topic, Long.parseLong(args[3]), Double.parseDouble(args[4]));
+        } else if (mode.equals("litepull")) {
+            report = litePull(namesrv, topic, Long.parseLong(args[3]), Double.parseDouble(args[4]));
         } else {
-            throw new IllegalArgumentException("mode must be send, async or consume: " + mode);
+            throw new IllegalArgumentException("mode must be send, async, consume or litepull: " + mode);
         }
         System.out.println(report);
         System.exit(0);  // the client's non-daemon threads must not keep the process alive
@@ -250,11 +257,45 @@ public final class BrokerLoad {
         });
         consumer.start();
         done.await((long) (timeout * 1000), TimeUnit.MILLISECONDS);
-        long count = received.get();
-        double secs = Math.max(1e-9, (last.get() - first.get()) / 1e9);
         System.out.println("measured");
         System.out.flush();
         consumer.shutdown();
+        return consumed(received.get(), first.get(), last.get());
+    }
+
+    private static String litePull(String namesrv, String topic, long expected, double timeout) throws Exception {
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer("bench_consumer_" + System.nanoTime());
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setInstanceName("bench-" + ProcessHandle.current().pid());
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.subscribe(topic, "*");
+        consumer.start();
+        long deadline = System.nanoTime() + (long) (timeout * 1e9);
+        long count = 0;
+        long first = 0;
+        long last = 0;
+        while (count < expected && System.nanoTime() < deadline) {
+            List<MessageExt> messages = consumer.poll(1000);
+            if (messages.isEmpty()) {
+                continue;
+            }
+            last = System.nanoTime();
+            if (first == 0) {
+                first = last;
+                System.out.println("measuring");
+                System.out.flush();
+            }
+            count += messages.size();
+        }
+        System.out.println("measured");
+        System.out.flush();
+        consumer.shutdown();
+        return consumed(count, first, last);
+    }
+
+    /** The JSON line of a consume: COUNT messages from the first (nanoTime) to the last. */
+    private static String consumed(long count, long first, long last) {
+        double secs = Math.max(1e-9, (last - first) / 1e9);
         return String.format(Locale.ROOT, "{\"messages\":%d,\"seconds\":%.3f,\"rps\":%.1f,\"tps\":%.1f,\"errors\":0}",
             count, secs, count / secs, count / secs);
     }
