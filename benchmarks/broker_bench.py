@@ -81,22 +81,29 @@ BROKER_SETTINGS = dict(
 CLIENTS = ("java", "python", "raw")
 #: The generators that send only single messages (no batches, no consuming).
 SINGLE_SEND_ONLY = ("raw",)
+#: The modes that read a backlog: a push consumer, a lite pull consumer.
+CONSUMES = ("consume", "litepull")
 
 
 class Workload:
-    """One row of the table: a send (``threads`` producer threads, ``batch`` messages a send)
-    or a consume of the backlog; ``clients`` are the load generators that can run it."""
+    """One row of the table: a send (``mode`` "send", or "async" for asynchronous sends,
+    ``threads`` producer threads or sends in flight, ``batch`` messages a send) or a
+    consume of the backlog (a mode of :data:`CONSUMES`); ``clients`` are the load
+    generators that can run it; ``topic`` the kind of topic it runs on (a key of
+    :meth:`Brokers.create_topics`' answer)."""
 
-    def __init__(self, name, mode, body_size=128, threads=1, batch=1):
+    def __init__(self, name, mode, body_size=128, threads=1, batch=1, topic=None):
         self.name, self.mode = name, mode
         self.body_size, self.threads, self.batch = body_size, threads, batch
+        self.topic = topic or ("consume" if mode in CONSUMES else "send")
         single = mode == "send" and batch == 1
         self.clients = tuple(c for c in CLIENTS if single or c not in SINGLE_SEND_ONLY)
 
     def loader_args(self, topic, warmup, seconds, backlog):
-        if self.mode == "consume":
-            return ["consume", topic["consume"], backlog, 60 + backlog / 2000]
-        return ["send", topic["send"], self.threads, self.body_size, self.batch, warmup, seconds]
+        if self.mode in CONSUMES:
+            return [self.mode, topic[self.topic], backlog, 60 + backlog / 2000]
+        return [self.mode, topic[self.topic], self.threads, self.body_size, self.batch, warmup,
+                seconds]
 
 
 def _send(size, threads):
@@ -243,11 +250,12 @@ class Brokers:
         process = peers.broker("java", **self._settings("java", port))
         self.started["java"] = process.popen.pid, "127.0.0.1:%d" % port
 
-    def create_topics(self):
-        """``{broker: {"send": topic, "consume": topic}}``, created and routed by the NameServer."""
+    def create_topics(self, kinds=("send", "consume")):
+        """``{broker: {kind: topic}}`` (``{"send": "BenchSend_ours", …}``), created and
+        routed by the NameServer."""
         topics = {}
         for name, (_, address) in self.started.items():
-            topics[name] = {"send": "BenchSend_" + name, "consume": "BenchConsume_" + name}
+            topics[name] = {kind: "Bench%s_%s" % (kind.capitalize(), name) for kind in kinds}
             for topic in topics[name].values():
                 header = h.CreateTopicRequestHeader(
                     topic=topic, default_topic="TBW102", read_queue_nums=QUEUES,
@@ -265,10 +273,10 @@ class Brokers:
                       h.GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
         return answer.code == ResponseCode.SUCCESS
 
-    def prefill(self, topics, count, body_size=128):
-        """Write ``count`` messages to each broker's consume topic, in batches."""
+    def prefill(self, topics, count, body_size=128, kind="consume"):
+        """Write ``count`` messages to each broker's topic of ``kind``, in batches."""
         for name, (_, address) in self.started.items():
-            requests = SendRequests(topics[name]["consume"], QUEUES, body_size, PREFILL_BATCH)
+            requests = SendRequests(topics[name][kind], QUEUES, body_size, PREFILL_BATCH)
             client = SyncClient(address, timeout=30)
             try:
                 requests.send_sync(client, -(-count // PREFILL_BATCH), "prefilling %s" % name)
@@ -305,7 +313,7 @@ class Loaders:
 def backlog_first(workloads):
     """``workloads`` in the order they run: the consumes first, since long send runs write
     enough for the brokers' disk-usage retention to delete the backlog's files."""
-    return sorted(workloads, key=lambda w: w.mode != "consume")
+    return sorted(workloads, key=lambda w: w.mode not in CONSUMES)
 
 
 def run(workloads, loaders_, warmup, seconds, repeat, reruns, pinned, backlog, profile=None):

@@ -155,28 +155,28 @@ def broker_connection(client, namesrv, topic):
 
 
 @defer.inlineCallbacks
-def send(reactor, client, namesrv, topic, threads, body_size, batch, warmup, seconds):
-    connection, queues = yield broker_connection(client, namesrv, topic)
-    requests = SendRequests(topic, queues, body_size, batch)
+def closed_loop(reactor, send_one, in_flight, warmup, seconds, batch):
+    """Keep ``in_flight`` calls of ``send_one()`` (a Deferred of whether that send failed)
+    going, the next one made as one ends; BrokerLoad's report of the measured window."""
     figures = Figures()
     running = [True]
 
-    def send_next(_=None):
+    def send_next():
         if not running[0]:
             return
         started = time.perf_counter()
-        sent = connection.send_request(requests.next_request(), REQUEST_TIMEOUT)
-        sent.addCallbacks(answered, failed, callbackArgs=(started,), errbackArgs=(started,))
+        send_one().addCallbacks(answered, failed, callbackArgs=(started,),
+                                errbackArgs=(started,))
 
-    def answered(answer, started):
-        figures.record(time.perf_counter() - started, answer.code != ResponseCode.SUCCESS)
+    def answered(refused, started):
+        figures.record(time.perf_counter() - started, refused)
         send_next()
 
     def failed(failure, started):
         figures.record(time.perf_counter() - started, True)
         reactor.callLater(0.1, send_next)  # the connection is gone or the broker is stuck
 
-    for _ in range(threads):
+    for _ in range(in_flight):
         send_next()
     yield task.deferLater(reactor, warmup)
     announce("measuring")
@@ -188,6 +188,19 @@ def send(reactor, client, namesrv, topic, threads, body_size, batch, warmup, sec
     announce("measured")
     running[0] = False
     return figures.send_report(elapsed, batch)
+
+
+@defer.inlineCallbacks
+def send(reactor, client, namesrv, topic, threads, body_size, batch, warmup, seconds):
+    connection, queues = yield broker_connection(client, namesrv, topic)
+    requests = SendRequests(topic, queues, body_size, batch)
+
+    def send_one():
+        sent = connection.send_request(requests.next_request(), REQUEST_TIMEOUT)
+        return sent.addCallback(lambda answer: answer.code != ResponseCode.SUCCESS)
+
+    report = yield closed_loop(reactor, send_one, threads, warmup, seconds, batch)
+    return report
 
 
 @defer.inlineCallbacks

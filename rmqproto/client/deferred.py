@@ -52,15 +52,24 @@ class _Transport:
 
         return sent.addCallbacks(lambda response: Reply(response, None, self._now()), failed)
 
-    def _run(self, steps, reply=None):
-        """Advance ``steps`` by one call; a Deferred of the call's return value."""
+    def _run(self, steps):
+        """Run the core generator ``steps``; a Deferred of its return value."""
         try:
-            call = steps.send(reply)
+            call = steps.send(None)
         except StopIteration as done:
             return defer.succeed(done.value)
         except Exception:
             return defer.fail()
-        return self._perform(call).addCallback(lambda answer: self._run(steps, answer))
+        return self._perform(call).addCallback(self._step, steps)
+
+    def _step(self, reply, steps):
+        """The rest of ``steps`` after ``reply``: its return value, or a Deferred of it
+        (one Deferred a call, none at the end)."""
+        try:
+            call = steps.send(reply)
+        except StopIteration as done:
+            return done.value
+        return self._perform(call).addCallback(self._step, steps)
 
 
 def _looping(reactor, function, interval_ms, now=False):

@@ -47,6 +47,10 @@ COMPRESS_LEVEL = 5
 
 #: One send made ready: the request parts that do not depend on the queue.
 Outgoing = namedtuple("Outgoing", "topic code body sys_flag flag properties batch msg_id")
+#: The wire names of the send header's fields that change from one send to the next.
+_VARYING = {field.name: field.wire for field in SendMessageRequestHeaderV2.all_fields
+            if field.name in ("queue_id", "sys_flag", "born_timestamp", "flag", "properties",
+                              "broker_name")}
 
 
 def selecting(selector, message, arg):
@@ -85,6 +89,7 @@ class ProducerCore(NameServerLookup):
         self.next_heartbeat = 0
         self.known_by = set()  # masters that took a heartbeat: told at shutdown
         self.heartbeat_tried = set()  # masters a heartbeat went to, answered or not
+        self.send_headers = {}  # (topic, batch) -> the send header's fields that stay put
 
     # ------------------------------------------------------------ group membership
 
@@ -211,16 +216,30 @@ class ProducerCore(NameServerLookup):
                         {wire.PROPERTY_WAIT_STORE_MSG_OK: "true"}, True, ",".join(ids))
 
     def build_request(self, outgoing, queue, now):
-        """The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE request of ``outgoing`` to ``queue``."""
-        header = SendMessageRequestHeaderV2(
-            producer_group=self.config.producerGroup, topic=outgoing.topic,
-            default_topic=self.config.createTopicKey,
-            default_topic_queue_nums=self.config.defaultTopicQueueNums, queue_id=queue.queue_id,
-            sys_flag=outgoing.sys_flag, born_timestamp=now, flag=outgoing.flag,
-            properties=wire.properties_to_string(outgoing.properties), reconsume_times=0,
-            unit_mode=False, batch=outgoing.batch, broker_name=queue.broker_name)
-        return RemotingCommand(outgoing.code, language=LANGUAGE, ext_fields=header.to_ext_fields(),
+        """The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE request of ``outgoing`` to ``queue``.
+        The header's fields are encoded once a topic (:meth:`_send_header`); a send
+        fills in those that change (what encoding the whole header would give)."""
+        fields = dict(self._send_header(outgoing.topic, outgoing.batch))
+        fields[_VARYING["queue_id"]] = str(queue.queue_id)
+        fields[_VARYING["sys_flag"]] = str(outgoing.sys_flag)
+        fields[_VARYING["born_timestamp"]] = str(now)
+        fields[_VARYING["flag"]] = str(outgoing.flag)
+        fields[_VARYING["properties"]] = wire.properties_to_string(outgoing.properties)
+        fields[_VARYING["broker_name"]] = queue.broker_name
+        return RemotingCommand(outgoing.code, language=LANGUAGE, ext_fields=fields,
                                body=outgoing.body)
+
+    def _send_header(self, topic, batch):
+        """The ``extFields`` of a send header to ``topic``, those that change left at zero."""
+        fields = self.send_headers.get((topic, batch))
+        if fields is None:
+            fields = self.send_headers[topic, batch] = SendMessageRequestHeaderV2(
+                producer_group=self.config.producerGroup, topic=topic,
+                default_topic=self.config.createTopicKey,
+                default_topic_queue_nums=self.config.defaultTopicQueueNums, queue_id=0,
+                sys_flag=0, born_timestamp=0, flag=0, properties="", reconsume_times=0,
+                unit_mode=False, batch=batch, broker_name="").to_ext_fields()
+        return fields
 
     # ------------------------------------------------------------ sending
 

@@ -339,6 +339,23 @@ def test_the_send_request_is_shaped_like_javas():
     assert result.offset_msg_id == "%032X" % result.queue_offset
 
 
+def test_a_send_header_from_its_topic_template_is_the_whole_header_encoded():
+    core = make_core(producerGroup="pg")
+    for outgoing, queue, now in [
+            (core.prepare(Message("T", b"x", tags="A", flag=-3), NOW), MessageQueue("T", "a", 7), NOW),
+            (core.prepare_batch([Message("U", b"y"), Message("U", b"z")], NOW),
+             MessageQueue("U", "broker-b", 0), 2**62),
+            (core.prepare(Message("T", b"c" * 5000), NOW), MessageQueue("T", "b", 3), 0)]:
+        fields = core.build_request(outgoing, queue, now).ext_fields
+        whole = SendMessageRequestHeaderV2(
+            producer_group="pg", topic=outgoing.topic, default_topic="TBW102",
+            default_topic_queue_nums=4, queue_id=queue.queue_id, sys_flag=outgoing.sys_flag,
+            born_timestamp=now, flag=outgoing.flag,
+            properties=wire.properties_to_string(outgoing.properties), reconsume_times=0,
+            unit_mode=False, batch=outgoing.batch, broker_name=queue.broker_name).to_ext_fields()
+        assert list(fields.items()) == list(whole.items())  # the same fields in the same order
+
+
 def test_bodies_from_compress_msg_body_over_howmuch_are_zlib_compressed():
     core = make_core(compressMsgBodyOverHowmuch=100)
     small, big = core.prepare(Message("T", b"s" * 99), NOW), core.prepare(Message("T", b"b" * 100), NOW)

@@ -9,10 +9,11 @@ from rmqproto.client.lookup import run
 class AdminSession(_Transport):
     """``AdminSession(namesrvAddr="127.0.0.1:9876")``: :meth:`run` runs one of the core's
     operations, ``session.run(session.core.cluster_info())``; :meth:`close` closes every
-    connection (or use ``with``)."""
+    connection (or use ``with``). ``rng`` (a ``random.Random``) is the one the NameServer
+    strategy draws from; tests give a seeded one."""
 
-    def __init__(self, config=None, **settings):
-        super().__init__(AdminCore(config or AdminConfig(**settings)))
+    def __init__(self, config=None, rng=None, **settings):
+        super().__init__(AdminCore(config or AdminConfig(**settings), rng))
 
     def run(self, steps):
         """The return value of the core generator ``steps``, its requests made one by one."""

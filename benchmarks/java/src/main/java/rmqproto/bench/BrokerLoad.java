@@ -5,17 +5,21 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.LongStream;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
 
 /**
  * Load on a broker through the real RocketMQ 4.9.8 Java client, the way the benchmark
@@ -35,8 +39,16 @@ import org.apache.rocketmq.common.message.Message;
  * message and {@code measured} once EXPECTED messages arrived (or TIMEOUT_S passed), then the
  * JSON line: messages, seconds (first to last message), tps, errors (0).
  *
- * <p>Usage: BrokerLoad NAMESRV send TOPIC THREADS BODY_SIZE BATCH WARMUP_S MEASURE_S
- * <br>BrokerLoad NAMESRV consume TOPIC EXPECTED TIMEOUT_S
+ * <p>{@code async}: as {@code send} with single messages, but one thread keeps THREADS
+ * asynchronous sends ({@code send(Message, SendCallback)}, {@code retryTimesWhenSendAsyncFailed
+ * = 0}) in flight, starting the next as soon as a callback returned one; the latency is from
+ * the call to its callback.
+ *
+ * <p>{@code litepull}: as {@code consume} with a {@code DefaultLitePullConsumer} (subscribed,
+ * its defaults), {@code poll()} called in a loop.
+ *
+ * <p>Usage: BrokerLoad NAMESRV send|async TOPIC THREADS BODY_SIZE BATCH WARMUP_S MEASURE_S
+ * <br>BrokerLoad NAMESRV consume|litepull TOPIC EXPECTED TIMEOUT_S
  */
 public final class BrokerLoad {
     private volatile boolean measuring;
@@ -47,31 +59,51 @@ public final class BrokerLoad {
         String mode = args[1];
         String topic = args[2];
         String report;
-        if (mode.equals("send")) {
-            report = new BrokerLoad().send(namesrv, topic, Integer.parseInt(args[3]), Integer.parseInt(args[4]),
-                Integer.parseInt(args[5]), Double.parseDouble(args[6]), Double.parseDouble(args[7]));
+        if (mode.equals("send") || mode.equals("async")) {
+            report = new BrokerLoad().send(namesrv, topic, mode.equals("async"), Integer.parseInt(args[3]),
+                Integer.parseInt(args[4]), Integer.parseInt(args[5]), Double.parseDouble(args[6]),
+                Double.parseDouble(args[7]));
         } else if (mode.equals("consume")) {
             report = consume(namesrv, topic, Long.parseLong(args[3]), Double.parseDouble(args[4]));
+        } else if (mode.equals("litepull")) {
+            report = litePull(namesrv, topic, Long.parseLong(args[3]), Double.parseDouble(args[4]));
         } else {
-            throw new IllegalArgumentException("mode must be send or consume: " + mode);
+            throw new IllegalArgumentException("mode must be send, async, consume or litepull: " + mode);
         }
         System.out.println(report);
         System.exit(0);  // the client's non-daemon threads must not keep the process alive
     }
 
-    /** One sending thread's figures, merged when the run is over. */
-    private final class Sender extends Thread {
-        private final DefaultMQProducer producer;
-        private final String topic;
-        private final byte[] body;
-        private final int batch;
+    /** A sending thread and its figures, merged when the run is over. */
+    private abstract class Meter extends Thread {
+        final DefaultMQProducer producer;
+        final String topic;
+        final byte[] body;
         private final LongStream.Builder latencies = LongStream.builder();
         private long errors;
 
-        Sender(DefaultMQProducer producer, String topic, byte[] body, int batch) {
+        Meter(DefaultMQProducer producer, String topic, byte[] body) {
             this.producer = producer;
             this.topic = topic;
             this.body = body;
+        }
+
+        /** A send that started at {@code start} (nanoTime) ended now. */
+        synchronized void record(long start, boolean failed) {
+            long latency = System.nanoTime() - start;
+            if (measuring) {
+                latencies.add(latency);
+                errors += failed ? 1 : 0;
+            }
+        }
+    }
+
+    /** Sends synchronously in a closed loop. */
+    private final class Sender extends Meter {
+        private final int batch;
+
+        Sender(DefaultMQProducer producer, String topic, byte[] body, int batch) {
+            super(producer, topic, body);
             this.batch = batch;
         }
 
@@ -95,28 +127,80 @@ public final class BrokerLoad {
                 } catch (Exception e) {
                     failed = true;
                 }
-                long latency = System.nanoTime() - start;
-                if (measuring) {
-                    latencies.add(latency);
-                    errors += failed ? 1 : 0;
-                }
+                record(start, failed);
             }
         }
     }
 
-    private String send(String namesrv, String topic, int threads, int bodySize, int batch,
+    /** Keeps PERMITS asynchronous sends in flight; their callbacks record the figures. */
+    private final class AsyncSender extends Meter {
+        private final Semaphore inflight;
+        private final int permits;
+
+        AsyncSender(DefaultMQProducer producer, String topic, byte[] body, int permits) {
+            super(producer, topic, body);
+            this.permits = permits;
+            this.inflight = new Semaphore(permits);
+        }
+
+        @Override
+        public void run() {
+            try {
+                while (running) {
+                    inflight.acquire();
+                    long start = System.nanoTime();
+                    try {
+                        producer.send(new Message(topic, body), new Callback(start));
+                    } catch (Exception e) {
+                        done(start, true);
+                    }
+                }
+                inflight.tryAcquire(permits, 10, TimeUnit.SECONDS);  // the last callbacks
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        private void done(long start, boolean failed) {
+            record(start, failed);
+            inflight.release();
+        }
+
+        /** One send's callback: when it started. */
+        private final class Callback implements SendCallback {
+            private final long start;
+
+            Callback(long start) {
+                this.start = start;
+            }
+
+            @Override
+            public void onSuccess(SendResult result) {
+                done(start, result.getSendStatus() != SendStatus.SEND_OK);
+            }
+
+            @Override
+            public void onException(Throwable e) {
+                done(start, true);
+            }
+        }
+    }
+
+    private String send(String namesrv, String topic, boolean async, int threads, int bodySize, int batch,
         double warmup, double seconds) throws Exception {
         DefaultMQProducer producer = new DefaultMQProducer("bench_producer");
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("bench-" + ProcessHandle.current().pid());
         producer.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE);
         producer.setRetryTimesWhenSendFailed(0);
+        producer.setRetryTimesWhenSendAsyncFailed(0);
         producer.start();
         byte[] body = new byte[bodySize];
         Arrays.fill(body, (byte) 'x');
-        Sender[] senders = new Sender[threads];
-        for (int i = 0; i < threads; i++) {
-            senders[i] = new Sender(producer, topic, body, batch);
+        Meter[] senders = new Meter[async ? 1 : threads];
+        for (int i = 0; i < senders.length; i++) {
+            senders[i] = async ? new AsyncSender(producer, topic, body, threads)
+                : new Sender(producer, topic, body, batch);
             senders[i].start();
         }
         Thread.sleep((long) (warmup * 1000));
@@ -130,7 +214,7 @@ public final class BrokerLoad {
         System.out.println("measured");
         System.out.flush();
         running = false;
-        for (Sender sender : senders) {
+        for (Meter sender : senders) {
             sender.join(10_000);
         }
         producer.shutdown();
@@ -173,11 +257,45 @@ public final class BrokerLoad {
         });
         consumer.start();
         done.await((long) (timeout * 1000), TimeUnit.MILLISECONDS);
-        long count = received.get();
-        double secs = Math.max(1e-9, (last.get() - first.get()) / 1e9);
         System.out.println("measured");
         System.out.flush();
         consumer.shutdown();
+        return consumed(received.get(), first.get(), last.get());
+    }
+
+    private static String litePull(String namesrv, String topic, long expected, double timeout) throws Exception {
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer("bench_consumer_" + System.nanoTime());
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setInstanceName("bench-" + ProcessHandle.current().pid());
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.subscribe(topic, "*");
+        consumer.start();
+        long deadline = System.nanoTime() + (long) (timeout * 1e9);
+        long count = 0;
+        long first = 0;
+        long last = 0;
+        while (count < expected && System.nanoTime() < deadline) {
+            List<MessageExt> messages = consumer.poll(1000);
+            if (messages.isEmpty()) {
+                continue;
+            }
+            last = System.nanoTime();
+            if (first == 0) {
+                first = last;
+                System.out.println("measuring");
+                System.out.flush();
+            }
+            count += messages.size();
+        }
+        System.out.println("measured");
+        System.out.flush();
+        consumer.shutdown();
+        return consumed(count, first, last);
+    }
+
+    /** The JSON line of a consume: COUNT messages from the first (nanoTime) to the last. */
+    private static String consumed(long count, long first, long last) {
+        double secs = Math.max(1e-9, (last - first) / 1e9);
         return String.format(Locale.ROOT, "{\"messages\":%d,\"seconds\":%.3f,\"rps\":%.1f,\"tps\":%.1f,\"errors\":0}",
             count, secs, count / secs, count / secs);
     }
