@@ -10,14 +10,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from rmqproto.client import transaction
-from rmqproto.client.config import ConsumerConfig, ProducerConfig, PushConsumerConfig
+from rmqproto.client.config import ConsumerConfig, ProducerConfig
 from rmqproto.client.offsetfile import local_offsets_path, read_local_offsets, write_local_offsets
 from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
 from rmqproto.client.message import UniqueIds
 from rmqproto.client.lookup import Reply, run
 from rmqproto.client.producer import ONEWAY, SYNC, ProducerCore, selecting
-from rmqproto.client.push import CONSUME_LATER_MS, MAINTAIN_TICK_MS, PushCore
+from rmqproto.client.push import CONSUME_LATER_MS, MAINTAIN_TICK_MS, PushCore, PushSetup
 from rmqproto.codec.codes import CURRENT_VERSION, RequestCode
 from rmqproto.codec.frame import FLAG_RESPONSE, FrameDecoder, decode_frame, encode_frame
 from rmqproto.errors import CodecError
@@ -443,7 +443,7 @@ class LitePullConsumer(_Transport):
 START_TIMEOUT = 30
 
 
-class PushConsumer:
+class PushConsumer(PushSetup):
     """A push consumer (``DefaultMQPushConsumer``) for code without a reactor:
     :meth:`subscribe`, :meth:`register_message_listener`, :meth:`start`, and
     :meth:`shutdown` (or a ``with`` block). The listener is called on a pool of
@@ -453,21 +453,10 @@ class PushConsumer:
     thread does the upkeep and answers the brokers' requests."""
 
     def __init__(self, config=None, **settings):
-        self.config = config or PushConsumerConfig(**settings)
-        broadcasting = self.config.messageModel == "BROADCASTING"
-        self._client_id = this_client_id(self.config, unique=not broadcasting)
-        self.listener, self.orderly, self.core, self.service = None, False, None, None
-        self._subscriptions, self._pullers, self._local = [], {}, threading.local()
+        self._set_up(config, settings)
+        self.core, self.service = None, None
+        self._pullers, self._local = {}, threading.local()
         self._all_connections, self.lock, self.stopped = [], threading.Lock(), threading.Event()
-
-    def subscribe(self, topic, expression="*", expression_type="TAG"):
-        """Consume ``topic``'s messages matching ``expression`` (tags, or SQL92)."""
-        self._subscriptions.append((topic, expression, expression_type))
-
-    def register_message_listener(self, listener, orderly=False):
-        """``listener(messages) -> ConsumeStatus``; ``orderly``: one queue's messages in order,
-        by one thread at a time, under the broker's queue lock (``MessageListenerOrderly``)."""
-        self.listener, self.orderly = listener, orderly
 
     def start(self):
         """Join the group and start consuming (returns after the first rebalance)."""

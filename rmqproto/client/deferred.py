@@ -9,14 +9,14 @@ from twisted.logger import Logger
 from rmqproto.acl.signature import signed_fields
 from rmqproto.client import transaction
 from rmqproto.client.admin import AdminConfig, AdminCore
-from rmqproto.client.config import ConsumerConfig, ProducerConfig, PushConsumerConfig
+from rmqproto.client.config import ConsumerConfig, ProducerConfig
 from rmqproto.client.offsetfile import local_offsets_path, read_local_offsets, write_local_offsets
 from rmqproto.client.consumer import IDLE_PULL_WAIT_MS, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
 from rmqproto.client.message import UniqueIds
 from rmqproto.client.lookup import Reply
 from rmqproto.client.producer import ASYNC, ONEWAY, SYNC, ProducerCore, selecting
-from rmqproto.client.push import CONSUME_LATER_MS, MAINTAIN_TICK_MS, SERVED, PushCore
+from rmqproto.client.push import CONSUME_LATER_MS, MAINTAIN_TICK_MS, SERVED, PushCore, PushSetup
 from rmqproto.codec.codes import RequestCode
 from rmqproto.remoting import RemotingClient
 from rmqproto.remoting.dispatch import RequestDispatcher
@@ -289,7 +289,7 @@ class Admin(_Transport):
         return self.client.close()
 
 
-class PushConsumer(_Transport):
+class PushConsumer(PushSetup, _Transport):
     """A push consumer (``DefaultMQPushConsumer``) on ``reactor``: :meth:`subscribe`,
     :meth:`register_message_listener`, then :meth:`start`. The listener is called in the
     reactor thread with a list of :class:`~rmqproto.client.ReceivedMessage` and returns a
@@ -297,23 +297,11 @@ class PushConsumer(_Transport):
     exception is a failure. Settings are Java's property names (``PushConsumerConfig``)."""
 
     def __init__(self, reactor, config=None, **settings):
-        self.config = config or PushConsumerConfig(**settings)
-        broadcasting = self.config.messageModel == "BROADCASTING"
-        self._client_id = this_client_id(self.config, unique=not broadcasting)
-        self.listener, self.orderly, self._loops, self._pulling = None, False, [], set()
-        self._subscriptions, self._maintaining = [], None
+        self._set_up(config, settings)
+        self._loops, self._pulling, self._maintaining = [], set(), None
         super().__init__(reactor, None)
         for code in SERVED:
             self.dispatcher.register(int(code), self._serve)
-
-    def subscribe(self, topic, expression="*", expression_type="TAG"):
-        """Consume ``topic``'s messages matching ``expression`` (tags, or SQL92)."""
-        self._subscriptions.append((topic, expression, expression_type))
-
-    def register_message_listener(self, listener, orderly=False):
-        """``listener(messages) -> ConsumeStatus``; ``orderly``: one queue's messages in order,
-        by one call at a time, under the broker's queue lock (``MessageListenerOrderly``)."""
-        self.listener, self.orderly = listener, orderly
 
     def start(self):
         """Join the group and start consuming; a Deferred fired after the first rebalance."""

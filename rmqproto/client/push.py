@@ -19,7 +19,8 @@ import enum
 import json
 
 from rmqproto.client.allocate import strategy
-from rmqproto.client.consumer import FLAG_SUBSCRIPTION, FLAG_SUSPEND, LitePullCore
+from rmqproto.client.config import PushConsumerConfig
+from rmqproto.client.consumer import FLAG_SUBSCRIPTION, FLAG_SUSPEND, LitePullCore, this_client_id
 from rmqproto.client.errors import ClientError
 from rmqproto.client.offsetfile import decode_offset_table, encode_local_offsets
 from rmqproto.client.route import MessageQueue
@@ -112,6 +113,27 @@ class ProcessQueue:
 
 def _queue_of(wire_queue):
     return MessageQueue(wire_queue.topic, wire_queue.broker_name, wire_queue.queue_id)
+
+
+class PushSetup:
+    """What both push consumers (blocking and Twisted) do before :meth:`start`: the
+    settings, the client id (a broadcasting member keeps its instance name), the
+    subscriptions and the listener."""
+
+    def _set_up(self, config, settings):
+        self.config = config or PushConsumerConfig(**settings)
+        broadcasting = self.config.messageModel == "BROADCASTING"
+        self._client_id = this_client_id(self.config, unique=not broadcasting)
+        self.listener, self.orderly, self._subscriptions = None, False, []
+
+    def subscribe(self, topic, expression="*", expression_type="TAG"):
+        """Consume ``topic``'s messages matching ``expression`` (tags, or SQL92)."""
+        self._subscriptions.append((topic, expression, expression_type))
+
+    def register_message_listener(self, listener, orderly=False):
+        """``listener(messages) -> ConsumeStatus``; ``orderly``: one queue's messages in order,
+        one call at a time, under the broker's queue lock (``MessageListenerOrderly``)."""
+        self.listener, self.orderly = listener, orderly
 
 
 class PushCore(LitePullCore):
