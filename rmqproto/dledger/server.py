@@ -217,18 +217,19 @@ class DLedgerServer:
 
         def answered(response):
             try:
-                return response_class.from_json(response.body or b"{}")
+                message = response_class.from_json(response.body or b"{}")
             except (CodecError, ValueError) as exc:
                 log.warn("DLedger answer from {peer} does not decode: {error}", peer=send.to,
                          error=exc)
-                return None
+                message = None
+            delivered(message)
 
         def delivered(message):
             self._delivered.append((send.request, message))
             self._end_of_turn()
 
         self.client.invoke(address, command, RPC_TIMEOUT).addCallbacks(
-            answered, lambda failure: None).addCallback(delivered)
+            answered, lambda failure: delivered(None))
 
     # ------------------------------------------------------------ the core's outputs
 
