@@ -18,6 +18,7 @@ table has the Java figures alone. On a machine with two or more CPUs the brokers
 pinned to CPU 0 and the generator to CPU 1 (``--no-pin`` lets the scheduler place them).
 
     python benchmarks/broker_dledger_bench.py [--seconds 5] [--warmup 2] [--jit 10] [--markdown out.md]
+                                              [--only ours]
 """
 
 import json
@@ -129,11 +130,15 @@ def main():
     parser = group_bench_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--jit", type=int, default=10,
                         help="seconds of load before the first row (the brokers' JIT warm-up)")
+    parser.add_argument("--only", choices=("java", "ours"),
+                        help="run one group alone (no ratio: for iterating on one side)")
     args = parser.parse_args()
     exit_on_sigterm()
     pinned = not args.no_pin and (os.cpu_count() or 1) >= 2
     classpath = java_classpath()
     kinds = ["java"] + (["ours"] if ours_ready() else [])
+    if args.only:
+        kinds = [k for k in kinds if k == args.only]
     results = {}
     with tempfile.TemporaryDirectory(prefix="broker-dledger-bench-") as tmp:
         for kind in kinds:

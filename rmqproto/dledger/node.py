@@ -115,8 +115,12 @@ class DLedgerNode:
                 self._dispatch(token, request, now)
         self._work(now)
 
-    def propose(self, token, bodies, now):
-        """Append ``bodies`` (one ``bytes`` or a list) in-process, as an APPEND request would."""
+    def propose(self, token, bodies, now, push=True):
+        """Append ``bodies`` (one ``bytes`` or a list) in-process, as an APPEND request would.
+
+        With ``push`` false the entries are written (or the append refused) at once, and
+        what they cause (the pushes to the followers) waits for the next input or
+        :meth:`work`: the appends of one turn of the caller then go out together."""
         member = self.member
         if isinstance(bodies, (bytes, bytearray, memoryview)):
             request = AppendEntryRequest(group=member.group, remote_id=member.self_id,
@@ -124,7 +128,16 @@ class DLedgerNode:
         else:
             request = BatchAppendEntryRequest(group=member.group, remote_id=member.self_id,
                                               batch_msgs=[bytes(b) for b in bodies])
-        self.receive(token, request, now)
+        if push:
+            self.receive(token, request, now)
+        else:
+            self.now = now
+            self._dispatch(token, request, now)
+
+    def work(self, now):
+        """The work the inputs so far cause (after :meth:`propose` without ``push``)."""
+        self.now = now
+        self._work(now)
 
     def deliver(self, request, response, now):
         """The answer to a request this node sent (None: it failed or timed out)."""

@@ -11,7 +11,9 @@
 * the requests and answers of one turn of the reactor (everything its poll returned) are
   handed to the node together right after that turn, and what the node sends and answers
   then leaves in one write a connection: the appends of many clients go to a follower in
-  one send, its answers come back in one (docs/dledger.md, "Batching per turn");
+  one send, its answers come back in one (docs/dledger.md, "Batching per turn"); the
+  broker's in-process appends of a turn are written at once and pushed together the same
+  way;
 * the node ticks at its :meth:`~rmqproto.dledger.node.DLedgerNode.next_deadline`;
   ``currterm`` is written and synced before anything of the same round leaves (:meth:`_act`);
 * the store is flushed every ``flushFileInterval`` ms in a thread and its ``checkpoint``
@@ -93,6 +95,7 @@ class DLedgerServer:
         self._timer = None       # the next tick: (deadline in ms, IDelayedCall)
         self._inbox = []         # this turn's requests: (token, request)
         self._delivered = []     # this turn's answers: (request, response or None)
+        self._appended = False   # this turn appended in-process: the node has work to do
         self._turn_end = None    # the IDelayedCall handing them to the node
         self._stopped = False
         self._running = False
@@ -130,6 +133,7 @@ class DLedgerServer:
             self._turn_end.cancel()
         self._turn_end = None
         self._inbox, self._delivered = [], []
+        self._appended = False
         for loop in (self._flusher, self._cleaner):
             if loop.running:
                 loop.stop()
@@ -152,13 +156,17 @@ class DLedgerServer:
     def append(self, bodies):
         """Append in-process (one ``bytes``, or a list as one batch); a Deferred firing with
         ``(AppendEntryResponse, positions)`` once the append is settled (its ``code`` says
-        how: SUCCESS once a quorum has it, NOT_LEADER, LEADER_PENDING_FULL, …)."""
+        how: SUCCESS once a quorum has it, NOT_LEADER, LEADER_PENDING_FULL, …), at the end
+        of this turn at the earliest. The entries are written before it returns (the
+        store's append hooks have seen them); the pushes of all of a turn's appends leave
+        together at its end."""
         token = object()
         answer = self._answers[token] = defer.Deferred()
         if self.append_observers:
             self._append_started[token] = self.now()
-        self.node.propose(token, bodies, self.now())
-        self._act()
+        self.node.propose(token, bodies, self.now(), push=False)
+        self._appended = True
+        self._end_of_turn()
         return answer
 
     def _serve(self, request, context):
@@ -187,12 +195,15 @@ class DLedgerServer:
         self._turn_end = None
         delivered, self._delivered = self._delivered, []
         inbox, self._inbox = self._inbox, []
+        appended, self._appended = self._appended, False
         now = self.now()
         with gathered_writes():
             if delivered:
                 self.node.deliver_all(delivered, now)
             if inbox:
                 self.node.receive_all(inbox, now)
+            elif appended and not delivered:
+                self.node.work(now)
             self._act()
 
     @staticmethod
@@ -206,18 +217,19 @@ class DLedgerServer:
 
         def answered(response):
             try:
-                return response_class.from_json(response.body or b"{}")
+                message = response_class.from_json(response.body or b"{}")
             except (CodecError, ValueError) as exc:
                 log.warn("DLedger answer from {peer} does not decode: {error}", peer=send.to,
                          error=exc)
-                return None
+                message = None
+            delivered(message)
 
         def delivered(message):
             self._delivered.append((send.request, message))
             self._end_of_turn()
 
         self.client.invoke(address, command, RPC_TIMEOUT).addCallbacks(
-            answered, lambda failure: None).addCallback(delivered)
+            answered, lambda failure: delivered(None))
 
     # ------------------------------------------------------------ the core's outputs
 

@@ -40,6 +40,9 @@ _INDEX_UNIT = codec.INDEX_UNIT.struct
 #: How much of a segment's tail recovery zeroes: a torn entry is at most one entry, and
 #: DLedger encodes an entry in a 4 MiB buffer (``localEntryBuffer``); truncations zero all.
 _NON_ZERO = re.compile(rb"[^\x00]")
+#: How many entries appended as leader the store keeps at hand: each follower's dispatcher
+#: reads them back right after the append, and finds them there instead of decoding them.
+RECENT_ENTRIES = 1024
 _RECOVERY_ZERO_LIMIT = 2 * 4 * 1024 * 1024
 
 
@@ -105,6 +108,7 @@ class DLedgerStore:
         #: (``DLedgerMmapFileStore#addAppendHook``): RocketMQ's commit log sets the
         #: record's PHYSICALOFFSET there
         self.append_hooks = []
+        self._recent = {}  # index → entry appended as leader (at most RECENT_ENTRIES)
 
     # -- lifecycle
 
@@ -160,6 +164,10 @@ class DLedgerStore:
         entry = codec.DLedgerEntry(index=self.end_index + 1, term=term, body=body, pos=pos,
                                    size=size)
         self._write(entry)
+        recent = self._recent
+        recent[entry.index] = entry
+        if len(recent) > RECENT_ENTRIES:
+            del recent[next(iter(recent))]
         return entry
 
     def append_as_follower(self, entry):
@@ -181,6 +189,7 @@ class DLedgerStore:
         except LedgerError:
             existing = None
         same = existing is not None and _same_entry(existing, entry)
+        self._recent.clear()
         size = codec.BODY_OFFSET + len(entry.body)
         data_end = entry.pos + size if same else entry.pos
         self._truncate_queue(self.data, data_end)
@@ -246,7 +255,11 @@ class DLedgerStore:
     # -- reads
 
     def get(self, index):
-        """The entry at ``index`` (``DLedgerMmapFileStore#get``)."""
+        """The entry at ``index`` (``DLedgerMmapFileStore#get``): one appended as leader
+        lately as it was appended, else read from the files."""
+        entry = self._recent.get(index)
+        if entry is not None and self.begin_index <= index <= self.end_index:
+            return entry
         pos, size = self.entry_pos_and_size(index)
         data = self.read(pos, size)
         _check(data is not None, DLedgerResponseCode.DISK_ERROR, "no data for entry %d" % index)

@@ -88,6 +88,9 @@ class RemotingClient:
 
     def invoke(self, address, request, timeout=DEFAULT_TIMEOUT):
         """Send ``request`` to ``address``; a Deferred firing with the response."""
+        existing = self._connections.get(address)
+        if existing is not None and existing.is_open:  # the usual call: no Deferred chained
+            return existing.send_request(request, timeout)
         return self.connection(address).addCallback(
             lambda connection: connection.send_request(request, timeout))
 

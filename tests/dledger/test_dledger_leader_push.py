@@ -117,6 +117,18 @@ class TestAppend:
         node.tick(1011)
         assert to(node.ready(), "n1", COMMIT)
 
+    def test_appends_without_push_are_written_at_once_and_pushed_by_work(self):
+        node, ready = leader()
+        catch_up(node, ready, "n1")
+        node.propose("a", b"first", 10, push=False)
+        node.propose("b", b"second", 10, push=False)
+        assert node.ledger.end_index == 4 and not to(node.ready(), "n1", APPEND)
+        node.work(11)
+        appends = to(node.ready(), "n1", APPEND)
+        assert [s.request.entry.body for s in appends] == [b"first", b"second"]
+        ready = answer(node, appends[-1], end=4, now=12)
+        assert replies(ready, "a") and replies(ready, "b")
+
     def test_quorum_ack_settles_the_append_with_index_and_pos(self):
         node, ready = leader()
         catch_up(node, ready, "n1")

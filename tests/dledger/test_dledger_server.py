@@ -34,7 +34,11 @@ def solo(tmp_path, **settings):
     return server, clock
 
 
-def settled(deferred):
+def settled(deferred, clock=None):
+    """What ``deferred`` fired with; with ``clock``, once the reactor's turn ended (an
+    in-process append settles then at the earliest)."""
+    if clock is not None:
+        clock.advance(0)
     results = []
     deferred.addBoth(results.append)
     assert results, "not settled"
@@ -43,9 +47,9 @@ def settled(deferred):
 
 def test_a_group_of_one_appends_and_saves_its_term(tmp_path):
     server, clock = solo(tmp_path)
-    response, positions = settled(server.append(b"hello"))
+    response, positions = settled(server.append(b"hello"), clock)
     assert (response.code, response.index, positions) == (Status.SUCCESS, 0, None)
-    response, positions = settled(server.append([b"a", b"bb"]))
+    response, positions = settled(server.append([b"a", b"bb"]), clock)
     assert response.code == Status.SUCCESS and len(positions) == 2
     term, vote = decode_currterm((tmp_path / "dledger-n0" / "currterm").read_bytes())
     assert term == server.node.term and vote == "n0"
@@ -64,19 +68,19 @@ def test_a_group_of_one_appends_and_saves_its_term(tmp_path):
 
 
 def test_a_full_disk_refuses_appends_until_there_is_room(tmp_path):
-    server, _ = solo(tmp_path)
+    server, clock = solo(tmp_path)
     server.clean_space(used_ratio=lambda path: 0.93)
-    response, _ = settled(server.append(b"no room"))
+    response, _ = settled(server.append(b"no room"), clock)
     assert response.code == Status.DISK_FULL
     server.clean_space(used_ratio=lambda path: 0.5)
-    assert settled(server.append(b"room again"))[0].code == Status.SUCCESS
+    assert settled(server.append(b"room again"), clock)[0].code == Status.SUCCESS
     server.stop()
 
 
 def test_expired_segments_go_when_the_disk_fills(tmp_path):
     server, clock = solo(tmp_path, fileReservedHours=1, deleteWhen="99")
     for i in range(60):
-        assert settled(server.append(bytes(200)))[0].code == Status.SUCCESS
+        assert settled(server.append(bytes(200)), clock)[0].code == Status.SUCCESS
     files = len(os.listdir(tmp_path / "dledger-n0" / "data"))
     assert files > 3
     assert server.clean_space(used_ratio=lambda path: 0.5) == 0   # neither the hour nor full

@@ -120,6 +120,22 @@ def test_follower_appends_check_index_and_position(tmp_path):
             _files(tmp_path / "follower" / "dledger-n1" / name)
 
 
+def test_entries_just_appended_are_served_as_the_files_hold_them(tmp_path):
+    store = open_store(tmp_path)
+    store.append_hooks.append(lambda pos, body: body[:-1] + b"!")  # what is stored differs
+    written = [store.append_as_leader(body, term=1) for body in bodies(12)]
+    for entry in written:
+        on_disk = codec.decode_entry(store.read(*store.entry_pos_and_size(entry.index)))
+        assert store.get(entry.index) == on_disk and on_disk.body.endswith(b"!")
+    store.truncate(written[5])
+    assert store.end_index == 5
+    with pytest.raises(LedgerError):
+        store.get(6)
+    replaced = store.append_as_leader(b"another", term=2)
+    assert store.get(6) == replaced and store.get(6).body == b"anothe!"
+    store.close()
+
+
 def test_truncate_replaces_a_diverged_tail(tmp_path):
     leader = open_store(tmp_path / "leader")
     follower = open_store(tmp_path / "follower", "n1")
