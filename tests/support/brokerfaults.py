@@ -4,11 +4,12 @@ DLedger commit log (:mod:`support.brokergroup`) while Java producers send
 
 The members' DLedger links go through fault proxies (:class:`~support.dledgerfaults.Proxied`);
 the producers and the NameServer reach the brokers directly, so a partition cuts the Raft
-group, not the clients. A Java producer (``SendStorm``: threads of sync sends without
-retries, routes refreshed every second) sends the whole time while the
+group, not the clients. A Java producer (:class:`~support.brokergroup.OpenStorm`: threads of
+sync sends without retries, routes refreshed every second) sends the whole time while the
 :class:`~support.dledgerfaults.Nemesis` kills members with -9 and restarts them, stops them
 with SIGSTOP, isolates the leader or a follower and cuts links one way. Then the network is
-healed, a Java consumer reads the topic from its first offset, every member is stopped and:
+healed, the producer goes on until the master has acknowledged 20 more sends, a Java
+consumer reads the topic from its first offset, every member is stopped and:
 
 * every message acknowledged SEND_OK was consumed, nothing was consumed that no send
   attempted, nothing twice (:func:`~support.brokergroup.delivery_problems`);
@@ -16,7 +17,9 @@ healed, a Java consumer reads the topic from its first offset, every member is s
   stored twice, and the logs are byte-identical up to the committed entry
   (:meth:`~support.brokergroup.BrokerGroup.log_problems`).
 
-A longer round: ``python -m support.brokerfaults --kinds java --seconds 300`` from ``tests/``.
+A longer round: ``python -m support.brokerfaults --kinds java1-ours2 --seconds 300`` from
+``tests/`` (``--kinds``: a kind of :data:`~support.brokergroup.KINDS`, ``ours`` for three of
+ours).
 """
 
 import argparse
@@ -25,17 +28,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from support.brokergroup import KINDS, BrokerGroup, broker_group, delivery_problems
+from support.brokergroup import KINDS, BrokerGroup, OpenStorm, broker_group, delivery_problems
 from support.dledgerfaults import Nemesis, Proxied, report
-from support.hapair import Storm
 
 __all__ = ["ProxiedBrokerGroup", "run_round"]
 
 TOPIC = "FaultStorm"
 #: Faults held 4 to 8 s: longer than DLedger's 6 s heartbeat leak, so some of them elect.
 PERIOD = (4.0, 8.0)
-#: Seconds the producer goes on after the last fault (a Java group elects in about 10 s).
-TAIL = 20
+#: Sends acknowledged before the first fault, and by the master after the last one.
+ACKS_AROUND_FAULTS = 20
 
 
 class ProxiedBrokerGroup(Proxied, BrokerGroup):
@@ -50,16 +52,16 @@ def run_round(workdir, kinds, seconds=20, seed=0, threads=4):
         group.wait_master()
         group.create_topics(TOPIC)
         group.wait_synced(TOPIC)
-        storm = Storm(group.java_peers, group.namesrv_addr, TOPIC, seconds + TAIL, threads,
-                      poll_ms=1000)
-        storm.wait_acks(20)
+        storm = OpenStorm(group, TOPIC, threads)
+        storm.wait_new_acks(ACKS_AROUND_FAULTS)
         nemesis = Nemesis(group, rng, period=PERIOD)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             nemesis.step()
         group.heal()
-        group.wait_master()
-        acks = storm.wait()
+        master = group.wait_master()
+        storm.wait_new_acks(ACKS_AROUND_FAULTS, group.listen_ports[master])
+        acks = storm.stop()
         problems = delivery_problems([a.key for a in acks], storm.attempted(),
                                      group.consume_keys(TOPIC, "FaultConsumer", len(acks)))
         group.wait_committed_everywhere()

@@ -9,7 +9,8 @@ The Raft side (the leader, the committed index, the log files) is
 ``mqadmin clusterList``) is here, with the checks a run ends with:
 
 * :func:`delivery_problems`: every message acknowledged SEND_OK was consumed, nothing was
-  consumed that no send attempted, nothing more often than its sends;
+  consumed that no send attempted, nothing more often than its sends (the sends of an
+  :class:`OpenStorm`, a Java producer that sends until the run ends it);
 * :meth:`BrokerGroup.log_problems` on stopped members: every acknowledged message is in every
   member's log at its offset message id, no key is stored twice, and the data and index files
   are byte-identical up to the committed entry.
@@ -31,18 +32,20 @@ from rmqproto.codec.codes import RequestCode, ResponseCode
 from support.daemons import Daemon, start_nameserver
 from support.dledgergroup import Group
 from support.hacheck import missing_acks
+from support.hapair import Storm
 from support.javapeers import JavaPeers, broker_port
 from support.processes import wait_for_port
 from support.syncclient import call, create_topic, wait_until
 
-__all__ = ["KINDS", "BrokerGroup", "broker_group", "delivery_problems", "kinds_params",
-           "ours_ready"]
+__all__ = ["KINDS", "BrokerGroup", "OpenStorm", "broker_group", "delivery_problems",
+           "kinds_params", "ours_ready"]
 
 #: The group kinds the proofs run on: the kind of member n0, n1, n2.
 KINDS = {
     "java": ("java", "java", "java"),
     "java1-ours2": ("ours", "java", "ours"),
     "java2-ours1": ("java", "ours", "java"),
+    "ours": ("ours", "ours", "ours"),
 }
 #: A DLedger index file: ``DLedgerConfig``'s default, which a broker's settings do not change.
 INDEX_FILE_SIZE = 32 * 5 * 1024 * 1024
@@ -163,15 +166,16 @@ class BrokerGroup(Group):
         data = brokers.get(self.name)
         return dict(data.broker_addrs or {}) if data is not None else {}
 
-    def wait_master(self, among=None, timeout=90):
-        """The DLedger leader (of the live members, or of ``among``), once the NameServer
-        names it master (brokerId 0) of the broker name."""
+    def wait_master(self, among=None, timeout=90, member=None):
+        """The DLedger leader (of the live members, or of ``among``; ``member`` if given),
+        once the NameServer names it master (brokerId 0) of the broker name."""
         found = []
 
         def master_is_leader():
             leader = self.leader(among)
             found.append(leader)
-            return leader is not None and self.registered().get(0) == self.broker_addr(leader)
+            return (leader is not None and member in (None, leader)
+                    and self.registered().get(0) == self.broker_addr(leader))
 
         wait_until(master_is_leader, timeout=timeout, interval=0.2)
         return found[-1]
@@ -211,17 +215,13 @@ class BrokerGroup(Group):
 
         wait_until(synced, timeout=timeout, interval=0.5)
 
-    def expected_roles(self, leader):
-        """``{(brokerId, address)}`` a Java group shows with ``leader`` leading: the leader as
-        master 0, every other live member as slave of id selfId + 1
-        (``DLedgerRoleChangeHandler``)."""
-        return {(0 if m == leader else int(m[1:]) + 1, self.broker_addr(m)) for m in self.daemons}
-
     def cluster_list_roles(self):
-        """``{(brokerId, address)}`` of this broker name in ``mqadmin clusterList``."""
+        """``{member: brokerId}`` of this broker name in ``mqadmin clusterList``, once every
+        live member is registered."""
+        wait_until(lambda: len(self.registered()) == len(self.daemons), timeout=60)
         output = self.java_peers.mqadmin("clusterList", "-n", self.namesrv_addr)
         rows = [line.split() for line in output.splitlines()]
-        return {(int(row[2]), row[3]) for row in rows
+        return {self.member_at(row[3]): int(row[2]) for row in rows
                 if len(row) > 3 and row[:2] == [self.cluster, self.name] and row[2].isdigit()}
 
     def wait_committed_everywhere(self, timeout=60):
@@ -272,6 +272,49 @@ class BrokerGroup(Group):
         keys = collections.Counter(self.stored_keys(self.ids[0], last, topic))
         problems += ["%s stored %d times" % (k, n) for k, n in keys.items() if n > 1]
         return problems
+
+
+class OpenStorm(Storm):
+    """``SendStorm`` (:class:`~support.hapair.Storm`) on ``topic`` of ``group``, ``threads``
+    threads of sync sends without retries and routes refreshed every second, sending until
+    :meth:`stop` ends it: a run lasts as long as its checks need, not a guess of that."""
+
+    #: The producer's own deadline, far past any run's :meth:`stop`.
+    SECONDS = 3600
+
+    def __init__(self, group, topic, threads):
+        super().__init__(group.java_peers, group.namesrv_addr, topic, self.SECONDS, threads,
+                         poll_ms=1000)
+        self.threads = threads
+
+    def wait_new_acks(self, count, port=None, timeout=60):
+        """Wait until ``count`` sends are acknowledged from now on (by the broker listening on
+        ``port``, named by their offset message id, when given); how many were."""
+        before = len(self.acks())
+
+        def new():
+            return sum(1 for ack in self.acks()[before:]
+                       if port in (None, msg.decode_message_id(ack.offset_msg_id)[0][1]))
+
+        wait_until(lambda: new() >= count, timeout=timeout, interval=0.2)
+        return new()
+
+    def stop(self):
+        """End the producer with SIGTERM (its outcome lines are flushed as printed); the
+        acks."""
+        self.process.stop()
+        return self.acks()
+
+    def attempted(self):
+        """The key of every send with an outcome and of the send each thread had in flight
+        when :meth:`stop` came (``storm-<thread>-<i>``: the one after its last outcome), which
+        the broker may have stored."""
+        keys = super().attempted()
+        last = collections.Counter()
+        for key in keys:
+            _, thread, i = key.split("-")
+            last[int(thread)] = max(last[int(thread)], int(i) + 1)
+        return keys | {"storm-%d-%d" % (t, last[t]) for t in range(self.threads)}
 
 
 def delivery_problems(acks, attempted, consumed, retries=0):
