@@ -98,6 +98,11 @@ utf8_ok(const unsigned char *p, Py_ssize_t n)
 {
     Py_ssize_t i = 0;
     while (i < n) {
+        uint64_t eight;
+        if (n - i >= 8 && (memcpy(&eight, p + i, 8), !(eight & 0x8080808080808080ULL))) {
+            i += 8;  /* eight ASCII bytes */
+            continue;
+        }
         unsigned char c = p[i];
         if (c < 0x80) {
             i++;
@@ -185,14 +190,23 @@ put_optional(Out *out, int valid, Py_ssize_t row, const Property *property)
         : put_value(out, valid + 2, property->value, property->value_length);
 }
 
+/* A host's text, kept while the next record has the same host. */
+typedef struct {
+    unsigned char raw[8];
+    int length;
+    char text[32];
+} HostText;
+
 /* "a.b.c.d:port" of the IPv4 address and port at p. */
 static inline int
-put_host(Out *out, int data, const unsigned char *p)
+put_host(Out *out, int data, const unsigned char *p, HostText *host)
 {
-    char text[32];
-    int n = snprintf(text, sizeof text, "%u.%u.%u.%u:%d", p[0], p[1], p[2], p[3],
-                     (int)read_int(p + 4));
-    return put_value(out, data, text, n);
+    if (host->length == 0 || memcmp(host->raw, p, 8) != 0) {
+        memcpy(host->raw, p, 8);
+        host->length = snprintf(host->text, sizeof host->text, "%u.%u.%u.%u:%d", p[0], p[1],
+                                p[2], p[3], (int)read_int(p + 4));
+    }
+    return put_value(out, data, host->text, host->length);
 }
 
 /* The offset message id (MessageDecoder.createMessageId) of store host and offset. */
@@ -211,12 +225,22 @@ put_msg_id(Out *out, const unsigned char *store_host, int64_t offset)
     return put_value(out, MSG_ID_DATA, text, 32);
 }
 
+/* What a call fills: the buffers, the rows so far, the hosts' texts. */
+typedef struct {
+    Out out[BUFFER_COUNT];
+    Py_ssize_t rows;
+    HostText born, store;
+    int check_crc;
+} Walk;
+
 /* The row of the usual record at buffer[pos:] (size bytes in all): 1, 0 when it is not a
  * usual one (nothing written), -1 with an error set. */
 static int
-add_record(Out *out, Py_ssize_t row, const unsigned char *buffer, Py_ssize_t size,
-           Py_ssize_t pos, int check_crc)
+add_record(Walk *walk, const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos)
 {
+    Out *out = walk->out;
+    Py_ssize_t row = walk->rows;
+    int check_crc = walk->check_crc;
     RecordLayout at;
     Property kept[MAX_KEPT_PROPERTIES];
     int count;
@@ -239,8 +263,8 @@ add_record(Out *out, Py_ssize_t row, const unsigned char *buffer, Py_ssize_t siz
             || put_value(out, BODY_DATA, r + FIXED_V1, body_length) < 0
             || put_int64(&out[BORN_TIMESTAMP], (int64_t)((uint64_t)read_long(r + 40) * 1000)) < 0
             || put_int64(&out[STORE_TIMESTAMP], (int64_t)((uint64_t)read_long(r + 56) * 1000)) < 0
-            || put_host(out, BORN_HOST_DATA, r + 48) < 0
-            || put_host(out, STORE_HOST_DATA, r + 64) < 0
+            || put_host(out, BORN_HOST_DATA, r + 48, &walk->born) < 0
+            || put_host(out, STORE_HOST_DATA, r + 64, &walk->store) < 0
             || put_int32(&out[RECONSUME_TIMES], read_int(r + 72)) < 0)
         return -1;
     for (int i = 0; i < count; i++) {
@@ -255,6 +279,7 @@ add_record(Out *out, Py_ssize_t row, const unsigned char *buffer, Py_ssize_t siz
             || (check_crc && put_bit(&out[CRC_OK], row, masked_crc32(r + FIXED_V1, body_length)
                                                         == read_int(r + 8)) < 0))
         return -1;
+    walk->rows++;
     return 1;
 }
 
@@ -268,11 +293,11 @@ all_zero(const unsigned char *p, Py_ssize_t n)
     return 1;
 }
 
-/* One step of a commit-log walk at pos: the record's size (row added when take), 0 with
- * *stop set where the walk stops, -1 with an error set. */
+/* One step of a commit-log walk at pos: the record's size (its row added when take), 0
+ * with *stop set where the walk stops, -1 with an error set. */
 static Py_ssize_t
-commitlog_step(Out *out, Py_ssize_t row, const unsigned char *buffer, Py_ssize_t size,
-               Py_ssize_t pos, int take, int check_crc, const char **stop, int *added)
+commitlog_step(Walk *walk, const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos,
+               int take, const char **stop)
 {
     const unsigned char *r = buffer + pos;
     if (size - pos < 8) {
@@ -285,12 +310,11 @@ commitlog_step(Out *out, Py_ssize_t row, const unsigned char *buffer, Py_ssize_t
         return 0;
     }
     if (take) {
-        int result = add_record(out, row, buffer, size, pos, check_crc);
+        int result = add_record(walk, buffer, size, pos);
         if (result <= 0) {
             *stop = "unusual";
             return result;
         }
-        *added = 1;
         return total;
     }
     RecordLayout at;
@@ -303,8 +327,8 @@ commitlog_step(Out *out, Py_ssize_t row, const unsigned char *buffer, Py_ssize_t
 
 /* One step of a DLedger walk at pos, as commitlog_step: the entry's size. */
 static Py_ssize_t
-dledger_step(Out *out, Py_ssize_t row, const unsigned char *buffer, Py_ssize_t size,
-             Py_ssize_t pos, int take, int check_crc, const char **stop, int *added)
+dledger_step(Walk *walk, const unsigned char *buffer, Py_ssize_t size, Py_ssize_t pos,
+             int take, const char **stop)
 {
     const unsigned char *e = buffer + pos;
     if (size - pos < DLEDGER_BODY_OFFSET) {
@@ -333,13 +357,11 @@ dledger_step(Out *out, Py_ssize_t row, const unsigned char *buffer, Py_ssize_t s
     int32_t magic = read_int(record + 4);
     if (magic != MESSAGE_MAGIC_CODE && magic != MESSAGE_MAGIC_CODE_V2)
         return entry_size;
-    int result = magic == MESSAGE_MAGIC_CODE
-        ? add_record(out, row, record, body_length, 0, check_crc) : 0;
+    int result = magic == MESSAGE_MAGIC_CODE ? add_record(walk, record, body_length, 0) : 0;
     if (result <= 0) {
         *stop = "unusual";
         return result;
     }
-    *added = 1;
     return entry_size;
 }
 
@@ -373,17 +395,18 @@ record_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (arguments_ok(nargs == 7, "record_columns takes buffer, position, start, end, "
                      "is_dledger, check_crc and max_rows") < 0)
         return NULL;
-    Py_ssize_t walk[3], max_rows;
+    Py_ssize_t range[3], max_rows;
     int is_dledger, check_crc;
-    if (ssize_args(args + 1, 3, walk) < 0 || (is_dledger = PyObject_IsTrue(args[4])) < 0
+    if (ssize_args(args + 1, 3, range) < 0 || (is_dledger = PyObject_IsTrue(args[4])) < 0
             || (check_crc = PyObject_IsTrue(args[5])) < 0
             || ((max_rows = PyLong_AsSsize_t(args[6])) == -1 && PyErr_Occurred()))
         return NULL;
-    Py_ssize_t pos = walk[0], start = walk[1], end = walk[2], rows = 0;
+    Py_ssize_t pos = range[0], start = range[1], end = range[2];
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    Out out[BUFFER_COUNT] = {{NULL, 0, 0}};
+    Walk walk = {.check_crc = check_crc};
+    Out *out = walk.out;
     const char *stop = NULL;
     PyObject *result = NULL;
     static const int offsets[] = {TOPIC_OFFSETS, MSG_ID_OFFSETS, KEYS_OFFSETS, TAGS_OFFSETS,
@@ -395,19 +418,18 @@ record_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     if (pos < 0)
         stop = "unusual";
-    while (stop == NULL && pos < end && rows < max_rows && out[BODY_DATA].length < MAX_BODY_DATA
-           && out[NAME_DATA].length < MAX_BODY_DATA && out[VALUE_DATA].length < MAX_BODY_DATA) {
-        int added = 0;
+    while (stop == NULL && pos < end && walk.rows < max_rows
+           && out[BODY_DATA].length < MAX_BODY_DATA && out[NAME_DATA].length < MAX_BODY_DATA
+           && out[VALUE_DATA].length < MAX_BODY_DATA) {
         Py_ssize_t step = (is_dledger ? dledger_step : commitlog_step)(
-            out, rows, view.buf, view.len, pos, pos >= start, check_crc, &stop, &added);
+            &walk, view.buf, view.len, pos, pos >= start, &stop);
         if (step < 0)
             goto done;
         pos += step;
-        rows += added;
     }
     PyObject *buffers = buffers_tuple(out);
     if (buffers != NULL)
-        result = Py_BuildValue("nNnzO", rows, buffers, pos, stop, Py_None);
+        result = Py_BuildValue("nNnzO", walk.rows, buffers, pos, stop, Py_None);
 done:
     for (int i = 0; i < BUFFER_COUNT; i++)
         PyMem_Free(out[i].p);
