@@ -8,6 +8,7 @@ not answer, to another broker of its name.
 """
 
 import logging
+import struct
 import time
 from bisect import bisect_left
 
@@ -34,6 +35,8 @@ IDLE_PAUSE = 0.05
 PULLS_IN_FLIGHT = 8
 #: Where the queue offsets are among a :class:`~rmqproto.spark.columns.Columns`' buffers.
 _QUEUE_OFFSETS = BUFFERS.index("queue_offset")
+#: QUEUEOFFSET of a stored record, and where it is (``CommitLog.MessageExtEncoder``).
+_FIRST_OFFSET, _FIRST_OFFSET_AT = struct.Struct(">q"), 20
 
 
 def lost_offsets_message(queue, start, end):
@@ -134,11 +137,11 @@ class Brokers(LitePullConsumer):
         ``pyarrow.RecordBatch`` objects of :data:`~rmqproto.spark.rows.COLUMNS` in queue
         order, those whose tag ``expression`` does not list left out. Up to
         ``pulls_in_flight`` PULL_MESSAGEs of ``pullBatchSize`` messages are in flight at
-        once, each from where the one before should end (the last answers' span: a broker
-        answers at most ``maxTransferCountOnMessageInMemory``, 32, and fewer from disk);
-        an answer that does not begin where the read stands is dropped and pulled again.
-        Offsets retention deleted meanwhile are a :class:`DataLoss` or skipped, as
-        :meth:`check_start`."""
+        once, each from where the one before should end (the last answer's span: a broker
+        answers at most ``maxTransferCountOnMessageInMemory``, 32, and fewer from disk); an
+        answer that does not begin where the read stands is dropped and pulled again. The
+        bodies of a round's answers are decoded together, into one batch. Offsets retention
+        deleted meanwhile are a :class:`DataLoss` or skipped, as :meth:`check_start`."""
         queue, position, end = offset_range
         keep = _tag_filter(expression)
         position = self.check_start(queue, position, fail_on_data_loss)
@@ -147,24 +150,29 @@ class Brokers(LitePullConsumer):
         while position < end:
             pulls = [(offset, min(batch_size, end - offset))
                      for offset in range(position, end, stride)][:self.pulls_in_flight]
-            moved = False
+            bodies, moved = [], False
             for (offset, count), answer in zip(pulls, self.pull_many(queue, pulls)):
                 if offset != position or isinstance(answer, ClientError):
                     break  # planned from a span that was not; or the route is fetched again
                 code, header, body = answer
-                if code == ResponseCode.SUCCESS:
-                    batches, first, position = self._rows(queue, body, end, keep)
+                following = min(max(header.next_begin_offset, offset), end)
+                if code == ResponseCode.SUCCESS and following > offset:
+                    if len(body) < _FIRST_OFFSET.size + _FIRST_OFFSET_AT:
+                        raise ClientError("a pull of %s at %d answered FOUND without a message"
+                                          % (queue, offset))
+                    first = _FIRST_OFFSET.unpack_from(body, _FIRST_OFFSET_AT)[0]
                     if first > offset:
-                        self._skip(queue, offset, first, fail_on_data_loss)
-                    yield from batches
-                    if position < end:
-                        stride = max(1, position - offset)
-                elif header.next_begin_offset > position:  # PULL_OFFSET_MOVED
-                    position = self._skip(queue, position, min(header.next_begin_offset, end),
-                                          fail_on_data_loss)
+                        self._skip(queue, offset, min(first, end), fail_on_data_loss)
+                    bodies.append(body)
+                    if following < end:
+                        stride = max(1, following - offset)
+                elif code != ResponseCode.SUCCESS and following > position:  # OFFSET_MOVED
+                    self._skip(queue, position, following, fail_on_data_loss)
                 else:
                     break
-                moved = True
+                position, moved = following, True
+            if bodies:
+                yield from self._rows(queue, b"".join(bodies), end, keep)
             if moved:
                 stalled_since = None
                 continue
@@ -175,32 +183,24 @@ class Brokers(LitePullConsumer):
                                   "ends at %d)" % (position, queue, STALL_SECONDS, end))
             time.sleep(IDLE_PAUSE)
 
-    def _rows(self, queue, body, end, keep):
-        """``(batches, first offset, offset after the last row)`` of a FOUND pull's ``body``:
-        its rows before ``end`` (kept by ``keep``), as record batches."""
+    def _rows(self, queue, records, end, keep):
+        """The record batches of the stored ``records`` of FOUND pulls: their rows before
+        ``end`` that ``keep`` keeps."""
         import pyarrow.compute as pc
-        batches, first, after = [], None, end
-        for columns in record_columns(body, 0, 0, len(body)):
+        for columns in record_columns(records, 0, 0, len(records)):
             if columns.stop == "corrupt":
                 raise ClientError("a pull of %s answered a record that does not parse: %s"
                                   % (queue, columns.error))
             if not columns.rows:
                 continue
             offsets = memoryview(columns.buffers[_QUEUE_OFFSETS]).cast("q")
-            first = offsets[0] if first is None else first
-            taken = bisect_left(offsets, end)
-            if taken:
-                after = offsets[taken - 1] + 1
-                batch = columns_batch(columns, self.schema, queue.broker_name).slice(0, taken)
-                if keep is not None:
-                    batch = batch.filter(pc.is_in(batch.column("tags"), value_set=keep))
-                if batch.num_rows:
-                    batches.append(batch)
-            if taken < columns.rows:
-                break
-        if first is None:
-            raise ClientError("a pull of %s answered FOUND without a message" % (queue,))
-        return batches, first, after
+            batch = columns_batch(columns, self.schema, queue.broker_name)
+            if offsets[-1] >= end:
+                batch = batch.slice(0, bisect_left(offsets, end))
+            if keep is not None:
+                batch = batch.filter(pc.is_in(batch.column("tags"), value_set=keep))
+            if batch.num_rows:
+                yield batch
 
     def _skip(self, queue, position, resumed, fail_on_data_loss):
         """Offsets ``[position, resumed)`` vanished while reading: fail or warn."""

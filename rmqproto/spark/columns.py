@@ -11,7 +11,7 @@ and data, validity bitmaps, so that :mod:`rmqproto.spark.rows` builds a record b
 :func:`python_record_columns` is the reference, written over
 :func:`rmqproto.codec.message.decode_record`; the C ``record_columns``
 (``rmqproto/codec/speedups/columns.c``) takes the usual records (version-1 magic code,
-IPv4 hosts, an uncompressed body, text that is UTF-8, no property named twice) and stops
+IPv4 hosts, an uncompressed body, text that is UTF-8) and stops
 before any other with ``"unusual"``, which :func:`record_columns` then hands to the
 reference, one record.
 """

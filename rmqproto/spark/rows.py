@@ -40,7 +40,7 @@ def arrow_schema(columns=STORE_COLUMNS):
     return pa.schema([(name, types[kind]) for name, kind in columns])
 
 
-#: Where each column's buffers start among :data:`~rmqproto.spark.columns.BUFFERS`.
+#: Where each column's buffers are among :data:`~rmqproto.spark.columns.BUFFERS`.
 _SOURCES = {"topic": "topic", "queueId": "queue_id", "queueOffset": "queue_offset",
             "commitLogOffset": "commit_log_offset", "msgId": "msg_id", "keys": "keys",
             "tags": "tags", "body": "body", "bornTimestamp": "born_timestamp",
@@ -48,6 +48,33 @@ _SOURCES = {"topic": "topic", "queueId": "queue_id", "queueOffset": "queue_offse
             "storeHost": "store_host", "reconsumeTimes": "reconsume_times",
             "sysFlag": "sys_flag", "storeSize": "store_size", "bodyCrc": "body_crc",
             "crcOk": "crc_ok"}
+_PLANS = {}
+
+
+def _plan(schema):
+    """``[(type, buffer indexes)]`` of each column of ``schema``, made once a schema: the
+    indexes of its validity (or None), offsets and data buffers; for ``brokerName`` None,
+    for ``properties`` the map's entries."""
+    plan = _PLANS.get(schema)
+    if plan is None:
+        import pyarrow as pa
+        index = {name: i for i, name in enumerate(BUFFERS)}
+        plan = []
+        for field in schema:
+            source = _SOURCES.get(field.name)
+            if source is None:
+                plan.append((field.type, None))
+            elif field.type in (pa.string(), pa.binary()):
+                plan.append((field.type, (index.get(source + "_valid"),
+                                          index[source + "_offsets"], index[source + "_data"])))
+            else:
+                plan.append((field.type, (None, index[source])))
+        plan = _PLANS[schema] = plan
+    return plan
+
+
+_ENTRIES = [BUFFERS.index(name) for name in ("properties_offsets", "name_offsets", "name_data",
+                                              "value_offsets", "value_data")]
 
 
 def columns_batch(columns, schema, broker_name=None):
@@ -56,31 +83,21 @@ def columns_batch(columns, schema, broker_name=None):
     ``broker_name`` in every row."""
     import pyarrow as pa
     rows = columns.rows
-    buffers = dict(zip(BUFFERS, map(pa.py_buffer, columns.buffers)))
-
-    def array(kind, count, *names):
-        return pa.Array.from_buffers(kind, count, [buffers.get(name) for name in names])
-
+    buffers = [pa.py_buffer(buffer) for buffer in columns.buffers]
+    from_buffers = pa.Array.from_buffers
     arrays = []
-    for field in schema:
-        name, kind = field.name, field.type
-        if name == "brokerName":
-            arrays.append(pa.array([broker_name] * rows, kind))
-        elif name == "properties":
-            entries = pa.StructArray.from_arrays(
-                [array(pa.string(), len(buffers["name_offsets"]) // 4 - 1, None, "name_offsets",
-                       "name_data"),
-                 array(pa.string(), len(buffers["value_offsets"]) // 4 - 1, None,
-                       "value_offsets", "value_data")],
-                fields=[kind.key_field, kind.item_field])
-            arrays.append(pa.Array.from_buffers(kind, rows,
-                                                [None, buffers["properties_offsets"]],
-                                                children=[entries]))
+    for kind, where in _plan(schema):
+        if where is not None:
+            arrays.append(from_buffers(kind, rows, [None if i is None else buffers[i]
+                                                    for i in where]))
+        elif pa.types.is_map(kind):
+            entries, names, name_data, values, value_data = (buffers[i] for i in _ENTRIES)
+            arrays.append(from_buffers(kind, rows, [None, entries], children=[
+                pa.StructArray.from_arrays(
+                    [from_buffers(pa.string(), len(names) // 4 - 1, [None, names, name_data]),
+                     from_buffers(pa.string(), len(values) // 4 - 1,
+                                  [None, values, value_data])],
+                    fields=[kind.key_field, kind.item_field])]))
         else:
-            source = _SOURCES[name]
-            if kind in (pa.string(), pa.binary()):
-                valid = source + "_valid" if source + "_valid" in buffers else None
-                arrays.append(array(kind, rows, valid, source + "_offsets", source + "_data"))
-            else:
-                arrays.append(array(kind, rows, None, source))
+            arrays.append(pa.array([broker_name] * rows, kind))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -144,8 +144,10 @@ typedef struct {
     Py_ssize_t name_length, value_length;
 } Property;
 
-/* The properties string_to_properties keeps of p[:n], in order, into kept (*count of
- * them): 0 when one is not UTF-8, a name comes twice or there are too many. */
+/* The properties string_to_properties keeps of p[:n] into kept (*count of them), in the
+ * order of their names' first fragments, a name given twice with its last value (as a
+ * batch message stores the names of its own and of its batch: CommitLog.
+ * MessageExtBatchEncoder): 0 when one is not UTF-8 or there are too many. */
 static int
 kept_properties(const unsigned char *p, Py_ssize_t n, Property *kept, int *count)
 {
@@ -154,16 +156,18 @@ kept_properties(const unsigned char *p, Py_ssize_t n, Property *kept, int *count
         Py_ssize_t eq, end = fragment_end(p, n, start, &eq);
         if (eq > start && end > eq + 1) {
             Property property = {p + start, p + eq + 1, eq - start, end - eq - 1};
-            if (*count == MAX_KEPT_PROPERTIES
-                    || !utf8_ok(property.name, property.name_length)
+            if (!utf8_ok(property.name, property.name_length)
                     || !utf8_ok(property.value, property.value_length))
                 return 0;
-            for (int i = 0; i < *count; i++) {
-                if (kept[i].name_length == property.name_length
-                        && memcmp(kept[i].name, property.name, property.name_length) == 0)
-                    return 0;
-            }
-            kept[(*count)++] = property;
+            int i = 0;
+            while (i < *count && (kept[i].name_length != property.name_length
+                                  || memcmp(kept[i].name, property.name,
+                                            property.name_length) != 0))
+                i++;
+            if (i == MAX_KEPT_PROPERTIES)
+                return 0;
+            kept[i] = property;
+            *count += i == *count;
         }
         start = end + 1;
     }
@@ -384,8 +388,8 @@ PyDoc_STRVAR(record_columns_doc,
 "record_columns(buffer, position, start, end, is_dledger, check_crc, max_rows)\n"
 "    -> (rows, buffers, position, stop, None)\n\n"
 "rmqproto.spark.columns.python_record_columns for usual records (version-1 magic code,\n"
-"IPv4 hosts, a body not compressed, a topic and properties of UTF-8, no property named\n"
-"twice): it stops before any other record or entry, and before bytes the reference would\n"
+"IPv4 hosts, a body not compressed, a topic and properties of UTF-8, at most 128\n"
+"properties): it stops before any other record or entry, and before bytes the reference would\n"
 "call corrupt, with stop 'unusual' and position there, for the caller to take it the\n"
 "reference's way.");
 
