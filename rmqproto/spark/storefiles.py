@@ -14,7 +14,6 @@ import os
 from dataclasses import dataclass
 
 from rmqproto.codec import dledger
-from rmqproto.codec.message import iter_dispatch_fields
 from rmqproto.codec.storefile import file_name_to_offset
 from rmqproto.errors import CodecError
 from rmqproto.spark.columns import record_columns
@@ -107,20 +106,12 @@ def plan_regions(segments, region_bytes=DEFAULT_REGION_BYTES):
     return regions
 
 
-def _first_record(buffer, start):
-    """Where the first record at or after ``start`` of a commit-log segment begins: the
-    records before it walked as the reput walks them (:meth:`DispatchScan.take`, in C with
-    the speedups, no body copied); None where the walk stops before ``start``."""
-    walk = iter_dispatch_fields(buffer)
-    while walk.position < start and walk.stop is None:
-        walk.take(65536, limit=start)
-    return None if walk.stop is not None else walk.position
-
-
 def region_batches(region, broker_name=None, batch_rows=4096):
     """The rows of the records starting in ``region``, in store order, as
     ``pyarrow.RecordBatch`` objects of at most ``batch_rows`` rows (:data:`STORE_COLUMNS`,
-    with the CRC check). A walk stops where the broker's recovery would truncate."""
+    with the CRC check). The walk starts at the segment's first byte (the records before
+    the region are only hopped over, their lengths checked) and stops where the broker's
+    recovery would truncate."""
     schema = arrow_schema()
     with open(region.path, "rb") as fh:
         if os.fstat(fh.fileno()).st_size == 0:
@@ -128,12 +119,8 @@ def region_batches(region, broker_name=None, batch_rows=4096):
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             view = memoryview(mapped)
             try:
-                is_dledger = region.kind == "dledger"
-                position = 0 if is_dledger else _first_record(view, region.start)
-                if position is None:
-                    return
-                for columns in record_columns(view, position, region.start, region.end,
-                                              is_dledger, True, batch_rows):
+                for columns in record_columns(view, 0, region.start, region.end,
+                                              region.kind == "dledger", True, batch_rows):
                     if columns.rows:
                         yield columns_batch(columns, schema, broker_name)
             finally:
