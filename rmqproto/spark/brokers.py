@@ -149,7 +149,7 @@ class Brokers(LitePullConsumer):
         stride, stalled_since = batch_size, None
         while position < end:
             pulls = [(offset, min(batch_size, end - offset))
-                     for offset in range(position, end, stride)][:self.pulls_in_flight]
+                     for offset in range(position, end, stride)[:self.pulls_in_flight]]
             bodies, moved = [], False
             for (offset, count), answer in zip(pulls, self.pull_many(queue, pulls)):
                 if offset != position or isinstance(answer, ClientError):
