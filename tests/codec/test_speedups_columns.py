@@ -257,7 +257,8 @@ def test_corrupt_bytes_give_the_same_answer_and_never_crash(given_buffer, data, 
         assert _walk(mutated, is_dledger, start, len(mutated)) == (rows, (stop, error))
     finally:
         c.speedups = saved
-    assert stop in (None, "blank", "empty", "corrupt") and (error is not None) == (stop == "corrupt")
+    assert stop in (None, "blank", "empty", "corrupt")
+    assert (error is not None) == (stop == "corrupt")
 
 
 def test_a_record_that_does_not_parse_is_corrupt_with_why():
