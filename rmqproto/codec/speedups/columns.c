@@ -52,6 +52,8 @@ reserve(Out *out, Py_ssize_t n)
 static inline int
 put(Out *out, const void *p, Py_ssize_t n)
 {
+    if (n == 0)  /* an empty body: nothing to copy, out->p may still be NULL */
+        return 0;
     if (reserve(out, n) < 0)
         return -1;
     memcpy(out->p + out->length, p, n);
