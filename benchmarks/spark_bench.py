@@ -19,6 +19,8 @@ directory holds a topic of 8 queues filled with ``--messages`` messages of 100-b
     python benchmarks/spark_bench.py                   # 1M messages: a few minutes
     python benchmarks/spark_bench.py --messages 100000 # quick
     python benchmarks/spark_bench.py --markdown        # the table for docs/performance.md
+    python benchmarks/spark_bench.py --profile 15      # then both readers' work in this
+                                                       # process under cProfile: top 15 items
 
 Run it only through ``/work/wt/_brief/quiet`` on the shared machine (see docs/performance.md).
 """
@@ -117,12 +119,48 @@ def commit_log(store):
     return [path for path, _ in find_segments(str(store))]
 
 
+def profiled(namesrv, store, top):
+    """Both readers' executor work, in this process under cProfile (no Spark): every queue
+    of the topic read by ``Brokers.read``, then every region of the store by
+    ``region_batches``; the ``top`` items by own time of each."""
+    import cProfile
+    import io
+    import pstats
+    from rmqproto.spark.brokers import Brokers
+    from rmqproto.spark.offsets import OffsetRange
+    from rmqproto.spark.storefiles import find_segments, plan_regions, region_batches
+
+    def source():
+        with Brokers(namesrv, "spark_bench_profile") as brokers:
+            for queue in brokers.queues([TOPIC]):
+                low, high = brokers.bounds(queue)
+                for _ in brokers.read(OffsetRange(queue, low, high)):
+                    pass
+
+    def store_reader():
+        for region in plan_regions(find_segments(str(store))):
+            for _ in region_batches(region):
+                pass
+
+    reports = {}
+    for name, work in (("rocketmq", source), ("rocketmq-store", store_reader)):
+        profile = cProfile.Profile()
+        started = time.monotonic()
+        profile.runcall(work)
+        out = io.StringIO()
+        stats = pstats.Stats(profile, stream=out)
+        stats.sort_stats("tottime").print_stats(top)
+        reports[name] = "%s: %.2f s in one process under the profiler\n%s" % (
+            name, time.monotonic() - started, out.getvalue())
+    return reports
+
+
 def routed(namesrv):
     answer = call(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
     return answer.code == ResponseCode.SUCCESS
 
 
-def run(messages):
+def run(messages, profile_top=0):
     results = {}
     with tempfile.TemporaryDirectory(prefix="spark_bench") as tmp:
         workdir = Path(tmp)
@@ -156,6 +194,8 @@ def run(messages):
                 seconds = sequential_read(commit_log(store), volume, direct)
                 results[key] = dict(bytes=volume, seconds=seconds, mbps=volume / seconds / 1e6)
             spark.stop()
+            if profile_top:
+                results["profiles"] = profiled(namesrv, store, profile_top)
         finally:
             daemon.stop()
     return results
@@ -183,13 +223,17 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--profile", type=int, default=0, metavar="TOP",
+                        help="then profile both readers' work in this process: TOP items")
     args = parser.parse_args(argv)
     info = machine()
-    results = run(args.messages)
+    results = run(args.messages, args.profile)
     print("%d messages of %d B, %d queues; %s, %s, %s, %d CPUs" % (
         args.messages, BODY, QUEUES, info["cpu"], info["python"], info["java"], info["cpus"]))
     print("filled in %.1f s" % results["fill_s"])
     print(table(results, args.markdown))
+    for report in results.get("profiles", {}).values():
+        print(report)
 
 
 if __name__ == "__main__":

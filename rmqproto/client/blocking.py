@@ -33,6 +33,10 @@ def now_ms():
     return int(time.time() * 1000)
 
 
+#: The most one read of a connection takes (a pull's answer is up to 256 KiB).
+RECEIVE_SIZE = 256 * 1024
+
+
 class Connection:
     """One TCP connection to a server: a request out, its response back (matched by
     opaque; late responses are dropped). Requests the server sends are kept in
@@ -55,24 +59,37 @@ class Connection:
         """Send ``request``; its response (``None`` for a oneway request). Raises
         :class:`RemotingTimeoutError` after ``timeout`` seconds, :class:`RemotingConnectionError`
         when the connection fails (the connection is then closed)."""
-        self.opaque += 1
-        request.opaque, request.version = self.opaque, CURRENT_VERSION
+        return self.call_many([request], timeout)[0]
+
+    def call_many(self, requests, timeout):
+        """Send ``requests`` in one write, all in flight at once; their responses, in
+        order (``None`` for oneway ones), as :meth:`call`, within ``timeout`` seconds."""
+        waiting = {}
+        for index, request in enumerate(requests):
+            self.opaque += 1
+            request.opaque, request.version = self.opaque, CURRENT_VERSION
+            if not request.is_oneway:
+                waiting[request.opaque] = index
+        responses = [None] * len(requests)
         deadline = time.monotonic() + timeout
         try:
             self.sock.settimeout(timeout)
-            self.sock.sendall(encode_frame(request))
-            while not request.is_oneway:
-                while self.frames:
-                    response = decode_frame(self.frames.pop(0))
+            self.sock.sendall(b"".join(encode_frame(request) for request in requests))
+            while waiting:
+                for frame in self.frames:
+                    response = decode_frame(frame)
                     if not response.is_response:
                         self.requests.append(response)
-                    elif response.opaque == request.opaque:
-                        return response
+                    elif response.opaque in waiting:
+                        responses[waiting.pop(response.opaque)] = response
+                self.frames.clear()
+                if not waiting:
+                    break
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise socket.timeout()
                 self.sock.settimeout(left)
-                data = self.sock.recv(65536)
+                data = self.sock.recv(RECEIVE_SIZE)
                 if not data:
                     raise ConnectionError("closed by the peer")
                 self.frames.extend(self.decoder.feed(data))
@@ -83,13 +100,13 @@ class Connection:
             self.close()
             raise RemotingConnectionError("connection to %s failed: %s" % (
                 self.address, exc)) from None
-        return None
+        return responses
 
     def receive(self):
         """Read what the server sent (the socket is readable): requests go to :attr:`requests`."""
         try:
             self.sock.settimeout(1)
-            data = self.sock.recv(65536)
+            data = self.sock.recv(RECEIVE_SIZE)
             if not data:
                 raise ConnectionError("closed by the peer")
             for frame in self.decoder.feed(data):
@@ -140,6 +157,23 @@ class _Connections(dict):
                 self._drop(call.address)
             return Reply(None, exc, now_ms())
         return Reply(response, None, now_ms())
+
+    def perform_many(self, calls):
+        """The :class:`Reply` of each of ``calls`` (to one address, none oneway), all in flight
+        at once on its connection."""
+        address = calls[0].address
+        connection = self.get(address)
+        try:
+            if connection is None:
+                connection = self[address] = Connection(address, calls[0].timeout_ms / 1000)
+            responses = connection.call_many([call.request for call in calls],
+                                             max(call.timeout_ms for call in calls) / 1000)
+        except (RemotingConnectionError, RemotingTimeoutError) as exc:
+            if isinstance(exc, RemotingConnectionError):
+                self._drop(address)
+            return [Reply(None, exc, now_ms())] * len(calls)
+        now = now_ms()
+        return [Reply(response, None, now) for response in responses]
 
     def _drop(self, address):
         connection = self.pop(address, None)
@@ -421,6 +455,45 @@ class LitePullConsumer(_Transport):
     def offset_for_timestamp(self, queue, timestamp):
         """The offset of ``queue``'s first message stored at or after ``timestamp`` (ms)."""
         return self._run(self.core.offset_for_timestamp, queue, timestamp)[0]
+
+    def min_offset(self, queue, master_only=True):
+        """``minOffset``: ``queue``'s first kept offset, asked of its master (else, unless
+        ``master_only``, of another broker of its name when the master does not answer)."""
+        return self._queue_offset(self.core.min_offset, queue, master_only)
+
+    def max_offset(self, queue, master_only=True):
+        """``maxOffset``: the offset after ``queue``'s last message, as :meth:`min_offset`."""
+        return self._queue_offset(self.core.max_offset, queue, master_only)
+
+    def search_offset(self, queue, timestamp, master_only=True):
+        """``searchOffset``: the offset of the message of ``queue`` stored nearest
+        ``timestamp`` (ms; SEARCH_OFFSET_BY_TIMESTAMP), as :meth:`min_offset`."""
+        return self._queue_offset(self.core.offset_for_timestamp, queue, master_only, timestamp)
+
+    def _queue_offset(self, ask, queue, master_only, *args):
+        try:
+            return self._run(ask, queue, *args)[0]
+        except ClientError:
+            if master_only:
+                raise
+        return self._run(lambda *a: ask(*a, master_only=False), queue, *args)[0]
+
+    def pull_many(self, queue, pulls):
+        """PULL_MESSAGEs of ``queue``, one for each ``(offset, max_nums)`` of ``pulls``, all in
+        flight at once on one connection (the queue's position is neither read nor moved):
+        for each, ``(code, PullMessageResponseHeader, body)`` (the body's stored records
+        undecoded) or the :class:`ClientError` it met, in order."""
+        calls = [self._run(self.core.pull_call, queue, offset, max_nums)[0]
+                 for offset, max_nums in pulls]
+        replies = self.connections.perform_many(calls)
+        answers = []
+        for call, reply in zip(calls, replies):
+            try:
+                answers.append(self.core.pull_answer(queue, call, reply))
+            except ClientError as exc:
+                answers.append(exc)
+        self._prune()
+        return answers
 
     def committed(self, queue):
         """The offset the broker holds for this group on ``queue`` (-1: none)."""

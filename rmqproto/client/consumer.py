@@ -147,28 +147,30 @@ class LitePullCore(NameServerLookup):
             raise ClientError("%s to %s failed: %s" % (code.name, address, reply.error)) from reply.error
         return reply.response, reply.now
 
-    def _queue_offset(self, queue, code, header_class, now, **fields):
+    def _queue_offset(self, queue, code, header_class, now, master_only=True, **fields):
         header = header_class(topic=queue.topic, queue_id=queue.queue_id, **fields)
-        answer, now = yield from self._broker_call(queue, code, header, now)
+        answer, now = yield from self._broker_call(queue, code, header, now, master_only)
         if answer.code != ResponseCode.SUCCESS:
             raise BrokerError(answer.code, answer.remark)
         return int(answer.ext_fields["offset"]), now
 
-    def min_offset(self, queue, now):
-        """Generator: ``(GET_MIN_OFFSET of queue, now)``."""
+    def min_offset(self, queue, now, master_only=True):
+        """Generator: ``(GET_MIN_OFFSET of queue, now)``, asked of its master (unless
+        ``master_only`` is false: else of another broker of its name)."""
         return (yield from self._queue_offset(queue, RequestCode.GET_MIN_OFFSET,
-                                              GetMinOffsetRequestHeader, now))
+                                              GetMinOffsetRequestHeader, now, master_only))
 
-    def max_offset(self, queue, now):
+    def max_offset(self, queue, now, master_only=True):
         """Generator: ``(GET_MAX_OFFSET of queue, now)``: the offset after the last message."""
         return (yield from self._queue_offset(queue, RequestCode.GET_MAX_OFFSET,
-                                              GetMaxOffsetRequestHeader, now))
+                                              GetMaxOffsetRequestHeader, now, master_only))
 
-    def offset_for_timestamp(self, queue, timestamp, now):
+    def offset_for_timestamp(self, queue, timestamp, now, master_only=True):
         """Generator: ``(offset, now)``, the first message stored at or after ``timestamp``
         (ms; SEARCH_OFFSET_BY_TIMESTAMP, ``offsetForTimestamp``)."""
         return (yield from self._queue_offset(queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                                              SearchOffsetRequestHeader, now, timestamp=timestamp))
+                                              SearchOffsetRequestHeader, now, master_only,
+                                              timestamp=timestamp))
 
     def committed_offset(self, queue, now):
         """Generator: ``(offset the broker holds for the group, or -1, now)`` (``committed``)."""
@@ -236,47 +238,63 @@ class LitePullCore(NameServerLookup):
         """The offset a pull of ``queue`` stores on the broker as it goes (0: none)."""
         return 0
 
-    def pull_request(self, queue, offset, subscription, commit_offset=0):
+    def pull_request(self, queue, offset, subscription, commit_offset=0, max_nums=None):
         header = PullMessageRequestHeader(
             consumer_group=self.config.consumerGroup, topic=queue.topic, queue_id=queue.queue_id,
-            queue_offset=offset, max_msg_nums=self.config.pullBatchSize,
+            queue_offset=offset,
+            max_msg_nums=self.config.pullBatchSize if max_nums is None else max_nums,
             sys_flag=self.pull_flags | (FLAG_COMMIT_OFFSET if commit_offset > 0 else 0),
             commit_offset=commit_offset, suspend_timeout_millis=self.config.brokerSuspendMaxTimeMillis,
             subscription=subscription.sub_string, sub_version=subscription.sub_version,
             expression_type=subscription.expression_type)
         return request(RequestCode.PULL_MESSAGE, header)
 
-    def pull(self, queue, now):
-        """Generator: ``(messages, now)`` of one PULL_MESSAGE of ``queue`` from the broker
-        the last answer suggested (``findBrokerAddressInSubscribe``: another broker of that
-        name when it is gone); the position moves to ``nextBeginOffset`` whatever the status."""
-        offset, now = yield from self._position(queue, now)
+    def pull_call(self, queue, offset, max_nums, now):
+        """Generator: ``(Call, now)``: the PULL_MESSAGE of ``queue`` from ``offset`` (at most
+        ``max_nums`` messages; None: ``pullBatchSize``) to the broker the last answer
+        suggested (``findBrokerAddressInSubscribe``: another broker of that name when it is
+        gone); the position is not looked at. Its reply goes to :meth:`pull_answer`."""
         route, now = yield from self.route(queue.topic, now)
         address, is_slave = route.subscribe_address(queue.broker_name,
                                                     self.pull_from.get(queue, MASTER_ID))
         if address is None:
             self.stale.add(queue.topic)
             raise ClientError("The broker[%s] not exist" % queue.broker_name)
-        subscription = self.subscription(queue.topic)
-        pull = self.pull_request(queue, offset, subscription, self.commit_in_pull(queue, is_slave))
-        reply = yield Call(address, pull, self.pull_timeout(), False)
-        now = reply.now
+        pull = self.pull_request(queue, offset, self.subscription(queue.topic),
+                                 self.commit_in_pull(queue, is_slave), max_nums)
+        return Call(address, pull, self.pull_timeout(), False), now
+
+    def pull_answer(self, queue, call, reply):
+        """``(code, PullMessageResponseHeader, body)`` of the ``reply`` to a :meth:`pull_call`
+        ``call``; the broker it suggests is pulled next. A transport error raises
+        :class:`ClientError` (the route is fetched again), a code that is no
+        ``PullStatus`` :class:`BrokerError`."""
         if reply.error is not None:
             self.stale.add(queue.topic)
             self.pull_from.pop(queue, None)
-            raise ClientError("pull from %s failed: %s" % (address, reply.error)) from reply.error
+            raise ClientError("pull from %s failed: %s" % (call.address, reply.error)) \
+                from reply.error
         answer = reply.response
         if answer.code not in PULL_CODES:
-            raise BrokerError(answer.code, answer.remark, address)
+            raise BrokerError(answer.code, answer.remark, call.address)
         header = PullMessageResponseHeader.from_ext_fields(answer.ext_fields)
         self.pull_from[queue] = header.suggest_which_broker_id
+        return answer.code, header, answer.body or b""
+
+    def pull(self, queue, now):
+        """Generator: ``(messages, now)`` of one PULL_MESSAGE of ``queue`` from its position
+        (:meth:`pull_call`); the position moves to ``nextBeginOffset`` whatever the status."""
+        offset, now = yield from self._position(queue, now)
+        call, now = yield from self.pull_call(queue, offset, None, now)
+        reply = yield call
+        code, header, body = self.pull_answer(queue, call, reply)
         messages = []
-        if answer.code == ResponseCode.SUCCESS:
-            messages = decode_pulled(answer.body or b"", queue.broker_name, subscription,
+        if code == ResponseCode.SUCCESS:
+            messages = decode_pulled(body, queue.broker_name, self.subscription(queue.topic),
                                      header.min_offset, header.max_offset)
         if self.positions.get(queue) == offset:  # not moved by a seek meanwhile
             self.positions[queue] = header.next_begin_offset
-        return messages, now
+        return messages, reply.now
 
     def poll(self, now):
         """Generator: ``(messages, now)``: heartbeat, rebalance and auto-commit when due,

@@ -133,6 +133,7 @@ class SourceOptions:
             raise ValueError("endingTimestamp is for batch reads only")
         self.sub_expression = options.get("subExpression") or "*"
         self.pull_batch_size = _int_option(options, "pullBatchSize", 32, low=1)
+        self.pulls_in_flight = _int_option(options, "pullsInFlight", 8, low=1)
         self.min_partitions = _int_option(options, "minPartitions", None, low=1)
         self.max_offsets_per_trigger = _int_option(options, "maxOffsetsPerTrigger", None, low=1)
         self.fail_on_data_loss = _bool_option(options, "failOnDataLoss", True)

@@ -4,7 +4,8 @@ cluster, and ``df.write`` / ``df.writeStream`` to topics (docs/spark.md).
 A thin shell, as Spark's Kafka source: the driver plans offset ranges
 (:mod:`rmqproto.spark.offsets`) from what the brokers answer, each executor pulls its
 ranges with the blocking lite pull consumer (:class:`rmqproto.spark.brokers.Brokers`) and
-hands Spark Arrow record batches (:mod:`rmqproto.spark.rows`). The sink is
+hands Spark Arrow record batches made straight from the pulled bytes
+(:mod:`rmqproto.spark.columns`, :mod:`rmqproto.spark.rows`). The sink is
 :mod:`rmqproto.spark.sink`.
 """
 
@@ -18,7 +19,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows,
 from rmqproto.spark.brokers import Brokers
 from rmqproto.spark.offsets import (EARLIEST, LATEST, OffsetRange, SourceOptions,
                                     from_json_offsets, rate_limit, split_ranges, to_json_offsets)
-from rmqproto.spark.rows import SCHEMA, messages_batch
+from rmqproto.spark.rows import SCHEMA
 
 __all__ = ["RocketMQDataSource"]
 
@@ -58,7 +59,8 @@ class _Planner:
 
     def connect(self):
         options = self.options
-        return Brokers(options.name_server, options.consumer_group, options.pull_batch_size)
+        return Brokers(options.name_server, options.consumer_group, options.pull_batch_size,
+                       options.pulls_in_flight)
 
     def queue_bounds(self, brokers):
         """``{queue: (min, max)}`` of every queue the ``topic`` option names now."""
@@ -93,9 +95,8 @@ class _Planner:
         """Executor side: the Arrow batches of one :class:`OffsetRange`."""
         options = self.options
         with self.connect() as brokers:
-            for messages in brokers.read(partition.value, options.sub_expression,
-                                         options.fail_on_data_loss):
-                yield messages_batch(messages)
+            yield from brokers.read(partition.value, options.sub_expression,
+                                    options.fail_on_data_loss)
 
 
 class _BatchReader(_Planner, DataSourceReader):

@@ -8,13 +8,11 @@ region of a segment file, rows sent as Arrow record batches. Options (docs/spark
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from rmqproto.spark.storefiles import (COLUMNS, DEFAULT_REGION_BYTES, find_segments,
-                                       plan_regions, region_batches)
+from rmqproto.spark.rows import STORE_SCHEMA as SCHEMA
+from rmqproto.spark.storefiles import (DEFAULT_REGION_BYTES, find_segments, plan_regions,
+                                       region_batches)
 
 __all__ = ["StoreDataSource", "SCHEMA"]
-
-#: The rows' schema as a Spark DDL string.
-SCHEMA = ", ".join("`%s` %s" % column for column in COLUMNS)
 
 
 class StoreDataSource(DataSource):

@@ -125,6 +125,7 @@ def seeds():
         "transfer_units": [bytes([2]) + unit(0, len(records[0]), 7) + unit(len(records[0]), 8, 0)
                            + records[0] + bytes(8)],
         "ha_receiver": transfers + [b"".join(transfers[1:3])],
+        "record_columns": [bytes([i]) + b"".join(records[i:]) for i in range(4)],
     }
 
 

@@ -309,3 +309,25 @@ def ha_receiver(data):
         master.close()
         slave.close()
     _same(ours, _ha_expected(data, start), data)
+
+
+# ---------------------------------------------------------------- the Spark readers
+
+def record_columns(data):
+    """Stored records as the Spark readers decode them (``rmqproto.spark.columns``): the
+    first byte says whether they are DLedger entries (bit 0), whether CRCs are checked
+    (bit 1), and, with the rest, where the rows start; the C answer must be the Python
+    twin's, or stop where it leaves the record to the twin with the twin's rows so far."""
+    from rmqproto.spark import columns
+    if not data:
+        return
+    is_dledger, check_crc, buffer = bool(data[0] & 1), bool(data[0] & 2), data[1:]
+    start = (data[0] >> 2) * len(buffer) // 64
+    ours = columns.Columns(*speedups.record_columns(buffer, 0, start, len(buffer), is_dledger,
+                                                    check_crc, 16))
+    python = columns.python_record_columns(buffer, 0, start, len(buffer), is_dledger, check_crc,
+                                           ours.rows if ours.stop == "unusual" else 16)
+    if ours.stop == "unusual":
+        _same((ours.rows, ours.buffers), (python.rows, python.buffers), data)
+    else:
+        _same(ours, python, data)

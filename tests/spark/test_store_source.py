@@ -9,7 +9,7 @@ import pytest
 from rmqproto.codec.javalang import masked_crc32
 from rmqproto.codec.message import (TRANSACTION_PREPARED_TYPE, transaction_type,
                                     uncompressed_body)
-from rmqproto.spark.storefiles import find_segments, plan_regions, read_region, region_batches
+from rmqproto.spark.storefiles import find_segments, plan_regions, region_batches
 from stores import dledger_store, java_store, java_written_store, our_store, sample_records
 
 
@@ -108,9 +108,9 @@ def test_a_flipped_body_byte_fails_the_crc_check(spark, ours, tmp_path):
 @pytest.mark.parametrize("region_bytes", [1000, 4096, 65536, 1 << 30])
 def test_regions_hold_every_record_once(ours, region_bytes):
     root, records, results = ours
-    offsets = [r.commit_log_offset for region in plan_regions(find_segments(str(root)),
-                                                               region_bytes)
-               for r in read_region(region)]
+    offsets = [offset for region in plan_regions(find_segments(str(root)), region_bytes)
+               for batch in region_batches(region)
+               for offset in batch.column("commitLogOffset").to_pylist()]
     assert offsets == [p.wrote_offset for p in results]
 
 

@@ -63,6 +63,7 @@ exec_module(PyObject *module)
         javalang_methods, message_methods, indexfile_methods, dispatch_methods,
         indexservice_methods, consumequeue_methods, transfer_methods, message_batch_methods,
         defaultstore_methods, commitlog_methods, headers_methods, frame_methods, send_methods,
+        columns_methods,
     };
     for (int i = 0; i < COUNT(tables); i++) {
         if (PyModule_AddFunctions(module, tables[i]) < 0)

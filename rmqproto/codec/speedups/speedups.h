@@ -83,10 +83,10 @@ int send_init(void);
 int transfer_init(void);
 
 /* The Python functions of each file, added to the module by module.c. */
-extern PyMethodDef commitlog_methods[], consumequeue_methods[], defaultstore_methods[],
-    dispatch_methods[], frame_methods[], headers_methods[], indexfile_methods[],
-    indexservice_methods[], javalang_methods[], message_methods[], message_batch_methods[],
-    send_methods[], transfer_methods[];
+extern PyMethodDef columns_methods[], commitlog_methods[], consumequeue_methods[],
+    defaultstore_methods[], dispatch_methods[], frame_methods[], headers_methods[],
+    indexfile_methods[], indexservice_methods[], javalang_methods[], message_methods[],
+    message_batch_methods[], send_methods[], transfer_methods[];
 
 /* ---- functions of one file another uses ---- */
 
