@@ -5,6 +5,9 @@ from setuptools import Extension, find_packages, setup
 
 # PySpark's Python data source API (pyspark.sql.datasource) with Arrow batches: Spark 4
 SPARK = ["pyspark[sql]>=4.0", "pyarrow>=15"]
+# what the unit tests of the pure layers need (.ci/newest-python installs only these);
+# setuptools: tests build the speedups with setup.py (venvs of 3.12+ come without it)
+UNIT = ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "setuptools>=61"]
 
 setup(
     name="rmqproto",
@@ -36,11 +39,11 @@ setup(
         "prometheus_client>=0.17",  # /metrics (docs/observability.md)
     ],
     extras_require={
-        # setuptools: tests build the speedups with setup.py (venvs of 3.12+ come without it)
-        "test": ["pytest>=7", "hypothesis>=6.80", "pytest-timeout>=2.1", "rocketmq>=0.4.4",
-                 "setuptools>=61",
-                 # drives Debian's chromium in the console's browser tests (no browser download)
-                 "playwright>=1.40"] + SPARK,
+        "unit": UNIT,
+        "test": UNIT + ["rocketmq>=0.4.4",
+                        # drives Debian's chromium in the console's browser tests (no browser
+                        # download)
+                        "playwright>=1.40"] + SPARK,
         "spark": SPARK,
     },
     entry_points={"console_scripts": [

@@ -176,39 +176,45 @@ def write_acl(home):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """The steps against our broker and, side by side, against the Java broker: each side
+    with Java peers of its own (``mqadmin`` reads its credentials from its home)."""
     workdir = tmp_path_factory.mktemp("acl-java")
-    peers = JavaPeers(workdir / "java")
+    peers, our_peers = JavaPeers(workdir / "java"), JavaPeers(workdir / "ours")
     daemons = []
     try:
         namesrv, namesrv_addr = start_nameserver(workdir)
         java_namesrv, java_namesrv_addr = start_nameserver(workdir / "java")
         daemons += [namesrv, java_namesrv]
-        # the Java broker starts (slowly) while ours is put through the steps
         java_acl, java_port = write_acl(peers.home), broker_port()
-        failures = []
+        java_side = {}
 
-        def start_java():
+        def java_steps():
             try:
                 peers.broker("acl", listenPort=java_port, namesrvAddr=java_namesrv_addr,
                              aclEnable="true")
-            except Exception as exc:  # reported once joined
-                failures.append(exc)
-        java_start = threading.Thread(target=start_java)
-        java_start.start()
-        our_acl = write_acl(workdir / "ours-home")
-        broker, broker_addr = start_broker(workdir, namesrv_addr, aclEnable="true",
-                                           rocketmqHome=workdir / "ours-home")
-        daemons.append(broker)
-        ours = run_scenario(peers, namesrv_addr, broker_addr, our_acl, workdir)
-        cpp = (cppclient.run(namesrv_addr, "topicBoth", 5, "groupOk", timeout=60,
-                             credentials=USER) if cppclient.available() else None)
-        java_start.join()
-        assert not failures, failures
-        java = run_scenario(peers, java_namesrv_addr, "127.0.0.1:%d" % java_port, java_acl,
-                            workdir / "java")
-        yield {"ours": ours, "java": java, "cpp": cpp}
+                java_side["outcomes"] = run_scenario(
+                    peers, java_namesrv_addr, "127.0.0.1:%d" % java_port, java_acl,
+                    workdir / "java")
+            except BaseException as exc:  # raised once joined
+                java_side["failure"] = exc
+        java_run = threading.Thread(target=java_steps)
+        java_run.start()
+        try:
+            our_acl = write_acl(workdir / "ours-home")
+            broker, broker_addr = start_broker(workdir, namesrv_addr, aclEnable="true",
+                                               rocketmqHome=workdir / "ours-home")
+            daemons.append(broker)
+            ours = run_scenario(our_peers, namesrv_addr, broker_addr, our_acl, workdir / "ours")
+            cpp = (cppclient.run(namesrv_addr, "topicBoth", 5, "groupOk", timeout=60,
+                                 credentials=USER) if cppclient.available() else None)
+        finally:
+            java_run.join()
+        if "failure" in java_side:
+            raise java_side["failure"]
+        yield {"ours": ours, "java": java_side["outcomes"], "cpp": cpp}
     finally:
         peers.stop_all()
+        our_peers.stop_all()
         for daemon in reversed(daemons):
             daemon.stop()
 

@@ -7,11 +7,13 @@ brokers also ask for its offsets: INVOKE_BROKER_TO_GET_CONSUMER_STATUS), ``query
 INVOKE_BROKER_TO_GET_CONSUMER_STATUS, which no mqadmin command sends, asked directly.
 
 Every test runs once per tool version on the one cluster of the module, with names of its
-own; each tool's commands of a test run in one JVM (``JavaPeers.mqadmin_batch``).
+own (the reset test runs both versions side by side); each tool's commands of a test run in
+one JVM (``JavaPeers.mqadmin_batch``).
 """
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -144,18 +146,29 @@ def test_producer_connection_delete_sub_group_and_delete_topic(both, tool):
     assert cluster.route("Admin_java" + sfx) is not None
 
 
-def test_reset_offset_by_time_tells_the_live_consumer(both, tool):
-    cluster, brokers = both
+def test_reset_offset_by_time_tells_the_live_consumer(both):
+    """Both tool versions side by side (names of their own): most of a run is waiting, for
+    the consumers' offsets and for the 10 s a Java consumer waits in ``resetOffset``."""
+    with ThreadPoolExecutor(len(TOOLS)) as pool:
+        runs = [pool.submit(reset_offset_by_time, *both, tool) for tool in TOOLS]
+    for run in runs:
+        run.result()
+
+
+def reset_offset_by_time(cluster, brokers, tool):
     peers, namesrv, sfx = cluster.peers, cluster.namesrv_addr, TOOLS[tool]
     start = int(time.time() * 1000)
     sent_ok = {}
     for name, addr in brokers.items():
         create_topic(addr, "Reset_%s%s" % (name, sfx), queues=QUEUES)
-    for name in brokers:
-        topic = "Reset_%s%s" % (name, sfx)
+    topics = ["Reset_%s%s" % (name, sfx) for name in brokers]
+    for topic in topics:
         wait_until(lambda t=topic: cluster.route(t) is not None, timeout=30)
-        sent = peers.run_client("rmqproto.peers.SyncSends", namesrv, topic, 12,
-                                classpath=classpath(cluster, tool))
+    with ThreadPoolExecutor(len(topics)) as pool:  # the producers' JVMs side by side
+        sends = {topic: pool.submit(peers.run_client, "rmqproto.peers.SyncSends", namesrv, topic,
+                                    12, classpath=classpath(cluster, tool)) for topic in topics}
+    for topic, sending in sends.items():
+        sent = sending.result()
         # a send the loaded machine times out (no retries) is just not sent
         sent_ok[topic] = send_statuses(sent.stdout).count("SEND_OK")
         assert sent.returncode == 0 and sent_ok[topic] > 0, sent.stdout + sent.stderr

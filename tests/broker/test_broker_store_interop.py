@@ -17,6 +17,7 @@ delayed message is still in ``SCHEDULE_TOPIC_XXXX`` when it stops; the reader's 
 import collections
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -165,10 +166,20 @@ def check_served(site, sent, max_offsets, offsets):
 
     by_id = {s["msgId"]: s for s in sent}
     order = next(s for s in sent if s["keys"] == "order-7 customer-2")
-    out = site.peers.mqadmin("queryMsgByKey", "-t", ORDERS, "-k", "customer-2", "-n", site.namesrv_addr)
+    unread = sorted((q, o) for q in range(QUEUES)
+                    for o in range(offsets["GroupHalf", EVENTS, q], max_offsets[EVENTS, q]))
+    with ThreadPoolExecutor(3) as pool:  # the JVMs that only read, side by side
+        queried = pool.submit(site.peers.mqadmin_batch,
+                              ["queryMsgByKey", "-t", ORDERS, "-k", "customer-2",
+                               "-n", site.namesrv_addr],
+                              ["queryMsgById", "-i", order["offsetMsgId"], "-n", site.namesrv_addr])
+        everything = pool.submit(site.consume, "rmqproto.peers.ConsumeTopics", "GroupAll",
+                                 ",".join(TOPICS), SENT_COUNT, 90, 1500)
+        half = pool.submit(site.consume, "rmqproto.peers.ConsumeTopics", "GroupHalf", EVENTS,
+                           len(unread), 60, 1500)
+    by_key, out = queried.result()
     customer_2 = {s["msgId"] for s in sent if s["topic"] == ORDERS and "customer-2" in s["keys"]}
-    assert customer_2 <= set(re.findall(r"[0-9A-F]{32,}", out)), out
-    out = site.peers.mqadmin("queryMsgById", "-i", order["offsetMsgId"], "-n", site.namesrv_addr)
+    assert customer_2 <= set(re.findall(r"[0-9A-F]{32,}", by_key)), by_key
     assert re.search(r"Topic:\s+%s" % ORDERS, out), out
     assert re.search(r"Keys:\s+\[order-7 customer-2\]", out), out
     assert "note=%s" % order["userProperties"]["note"] in out, out
@@ -176,8 +187,7 @@ def check_served(site, sent, max_offsets, offsets):
     assert re.search(r"Queue Offset:\s+%d" % order["queueOffset"], out), out
 
     # a new group gets every message once, intact; the delayed one too (delivered by the reader)
-    deliveries = site.consume("rmqproto.peers.ConsumeTopics", "GroupAll", ",".join(TOPICS),
-                              SENT_COUNT, 90, 1500)
+    deliveries = everything.result()
     assert collections.Counter(d["msgId"] for d in deliveries) == dict.fromkeys(by_id, 1)
     for d in deliveries:
         s = by_id[d["msgId"]]
@@ -186,14 +196,12 @@ def check_served(site, sent, max_offsets, offsets):
         assert {k: d["properties"][k] for k in s["userProperties"]} == s["userProperties"]
         if s["topic"] != DELAYED:
             assert (d["queueId"], d["queueOffset"]) == (s["queueId"], s["queueOffset"])
-    # the groups that read on the writer go on from their committed offsets
+    # the groups that read on the writer go on from their committed offsets (GroupSeen sends
+    # to ORDERS first, so only once GroupAll is done)
+    assert sorted((d["queueId"], d["queueOffset"]) for d in half.result()) == unread
     seen = site.consume("rmqproto.peers.ConsumeAll", "concurrently", "GroupSeen", ORDERS, 3, 60,
                         "send=3", "linger=1500")
     assert sorted(d["keys"] for d in seen) == ["fresh-key-%d" % i for i in range(3)]
-    unread = sorted((q, o) for q in range(QUEUES)
-                    for o in range(offsets["GroupHalf", EVENTS, q], max_offsets[EVENTS, q]))
-    half = site.consume("rmqproto.peers.ConsumeTopics", "GroupHalf", EVENTS, len(unread), 60, 1500)
-    assert sorted((d["queueId"], d["queueOffset"]) for d in half) == unread
 
 
 @pytest.fixture

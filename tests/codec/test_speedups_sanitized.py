@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -63,16 +64,33 @@ def sanitized_package(tmp_path_factory):
     return target, env
 
 
+#: Side-by-side runs the tests are dealt to (in turn, so each gets a like share of the
+#: long ones): the outer run only waits meanwhile, and the sanitized build is slow.
+RUNS = 2
+
 #: Loads the package copy's sanitized ``_speedups`` (argv[1]) before pytest can put the
-#: checkout first on ``sys.path``, so the tests below use it; then runs them.
+#: checkout first on ``sys.path``, so the tests below use it; then runs its share (argv[2],
+#: ``index/RUNS``) of them.
 _INNER = """
 import sys
 from rmqproto.codec.native import speedups
 if speedups is None or speedups.__file__ != sys.argv[1]:
     sys.exit("loaded %r, not the sanitized build" % (speedups and speedups.__file__,))
 import pytest
+
+class Share:
+    def __init__(self, index, runs):
+        self.index, self.runs = index, runs
+
+    def pytest_collection_modifyitems(self, config, items):
+        config.hook.pytest_deselected(items=[item for n, item in enumerate(items)
+                                             if n % self.runs != self.index])
+        items[:] = items[self.index::self.runs]
+
+share = Share(*map(int, sys.argv[2].split("/")))
 # fd 2 is left alone, so that a report written just before an abort is not lost
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--capture=sys", *sys.argv[2:]]))
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--capture=sys", *sys.argv[3:]],
+                     plugins=[share]))
 """
 
 
@@ -85,8 +103,14 @@ def _report(stderr):
 
 def test_speedups_tests_pass_under_the_sanitizers(sanitized_package):
     target, env = sanitized_package
-    run = subprocess.run([sys.executable, "-c", _INNER, str(target), *TESTS],
-                         cwd=target.parents[2], env=env, capture_output=True, text=True,
-                         timeout=540)
-    assert run.returncode == 0, run.stdout[-3000:] + _report(run.stderr)
-    assert " passed" in run.stdout and "skipped" not in run.stdout
+
+    def run(index):
+        return subprocess.run([sys.executable, "-c", _INNER, str(target), "%d/%d" % (index, RUNS),
+                               *TESTS], cwd=target.parents[2], env=env, capture_output=True,
+                              text=True, timeout=540)
+
+    with ThreadPoolExecutor(RUNS) as pool:
+        runs = list(pool.map(run, range(RUNS)))
+    for done in runs:
+        assert done.returncode == 0, done.stdout[-3000:] + _report(done.stderr)
+        assert " passed" in done.stdout and "skipped" not in done.stdout
