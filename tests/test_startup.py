@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from support.processes import free_port
+from support.syncclient import wait_until
 
 _TWISTD = "from twisted.scripts.twistd import run; run()"
 
@@ -101,5 +102,8 @@ def test_daemonized_the_start_fails_with_the_line_in_its_log(tmp_path):
              *map(str, plugin_args("rmq-nameserver", tmp_path, port))],
             cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "cannot listen on" in run.stderr, run.stderr
-    assert "give this NameServer a free listenPort" in (tmp_path / "twistd.log").read_text()
+    # the daemon tells its parent before its log has the line: wait for it, not the exit
+    log = tmp_path / "twistd.log"
+    wait_until(lambda: "give this NameServer a free listenPort" in log.read_text(), timeout=30,
+               interval=0.05)
     assert not (tmp_path / "twistd.pid").exists()
