@@ -452,9 +452,10 @@ class LitePullConsumer(_Transport):
     def seek_to_end(self, queue):
         self._run(self.core.seek_to, queue, True)
 
-    def offset_for_timestamp(self, queue, timestamp):
-        """The offset of ``queue``'s first message stored at or after ``timestamp`` (ms)."""
-        return self._run(self.core.offset_for_timestamp, queue, timestamp)[0]
+    def offset_for_timestamp(self, queue, timestamp, master_only=True):
+        """``searchOffset``: the offset of ``queue``'s first message stored at or after
+        ``timestamp`` (ms; SEARCH_OFFSET_BY_TIMESTAMP), as :meth:`min_offset`."""
+        return self._queue_offset(self.core.offset_for_timestamp, queue, master_only, timestamp)
 
     def min_offset(self, queue, master_only=True):
         """``minOffset``: ``queue``'s first kept offset, asked of its master (else, unless
@@ -464,11 +465,6 @@ class LitePullConsumer(_Transport):
     def max_offset(self, queue, master_only=True):
         """``maxOffset``: the offset after ``queue``'s last message, as :meth:`min_offset`."""
         return self._queue_offset(self.core.max_offset, queue, master_only)
-
-    def search_offset(self, queue, timestamp, master_only=True):
-        """``searchOffset``: the offset of the message of ``queue`` stored nearest
-        ``timestamp`` (ms; SEARCH_OFFSET_BY_TIMESTAMP), as :meth:`min_offset`."""
-        return self._queue_offset(self.core.offset_for_timestamp, queue, master_only, timestamp)
 
     def _queue_offset(self, ask, queue, master_only, *args):
         try:

@@ -103,7 +103,7 @@ class Brokers(LitePullConsumer):
         ``high`` if none), between its bounds ``low`` and ``high``. The broker's
         SEARCH_OFFSET_BY_TIMESTAMP answers the offset *nearest* that time
         (``ConsumeQueue#getOffsetInQueueByTime``), so the messages around it are checked."""
-        offset = min(max(self.search_offset(queue, timestamp, master_only=False), low), high)
+        offset = min(max(self.offset_for_timestamp(queue, timestamp, master_only=False), low), high)
         while offset < high and self._stored_at(queue, offset) < timestamp:
             offset += 1
         while offset > low and self._stored_at(queue, offset - 1) >= timestamp:
